@@ -1,0 +1,29 @@
+// The few CUDA runtime services the framework needs (device memory, copies, device count).
+// Implemented in backend/cuda/ when Strata is built with CUDA, by backend/no_cuda.cpp otherwise,
+// so callers never need #ifdef.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace strata::cuda {
+
+// True when this build has CUDA compiled in.
+bool compiled();
+// Number of visible GPUs (0 when none or not compiled).
+int device_count();
+// "NVIDIA H100 80GB HBM3, 79.1 GiB" or why none is visible.
+std::string describe_devices();
+std::string runtime_version();
+
+void* malloc_device(std::size_t bytes, int device);
+void free_device(void* p, int device);
+// Pinned (page-locked) host memory; falls back to nothing — callers use plain memory if
+// compiled() is false.
+void* malloc_pinned(std::size_t bytes);
+void free_pinned(void* p);
+
+enum class CopyKind { host_to_device, device_to_host, device_to_device };
+void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
+
+}  // namespace strata::cuda

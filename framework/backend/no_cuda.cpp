@@ -1,0 +1,24 @@
+// CUDA stubs for builds without the toolkit: report "not compiled" and refuse device memory.
+#include "framework/backend/cuda_runtime.hpp"
+#include "framework/core/error.hpp"
+
+#ifndef STRATA_HAVE_CUDA
+namespace strata::cuda {
+
+bool compiled() { return false; }
+int device_count() { return 0; }
+std::string describe_devices() { return "none (Strata built without CUDA)"; }
+std::string runtime_version() { return "not compiled"; }
+void* malloc_device(std::size_t, int) {
+  user_fail("cuda", "this Strata build has no CUDA support: rebuild with -DSTRATA_WITH_CUDA=ON "
+            "on a machine with the CUDA toolkit, or run on the cpu device");
+}
+void free_device(void*, int) {}
+void* malloc_pinned(std::size_t) { return nullptr; }
+void free_pinned(void*) {}
+void memcpy(void*, const void*, std::size_t, CopyKind) {
+  user_fail("cuda", "this Strata build has no CUDA support");
+}
+
+}  // namespace strata::cuda
+#endif

@@ -1,0 +1,222 @@
+#include "framework/core/tensor.hpp"
+
+#include <cstring>
+
+#include "framework/backend/cuda_runtime.hpp"
+#include "framework/core/convert.hpp"
+
+namespace strata {
+
+namespace {
+
+MemoryLedger& ledger_of(const TensorOptions& o) {
+  return o.ledger ? *o.ledger : MemoryLedger::global();
+}
+
+// Calls f(src_element_offset, dst_element_offset) for every element in row-major order.
+template <typename F>
+void for_each_index(const Shape& shape, const std::vector<std::int64_t>& sa, std::int64_t oa,
+                    const std::vector<std::int64_t>& sb, std::int64_t ob, F&& f) {
+  const std::size_t r = shape.rank();
+  const std::int64_t n = shape.numel();
+  if (n == 0) return;
+  std::vector<std::int64_t> idx(r, 0);
+  std::int64_t a = oa, b = ob;
+  for (std::int64_t k = 0; k < n; ++k) {
+    f(a, b);
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < shape[d]) {
+        a += sa[d];
+        b += sb[d];
+        break;
+      }
+      a -= sa[d] * (shape[d] - 1);
+      b -= sb[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
+               std::vector<std::int64_t> strides, std::int64_t offset)
+    : storage_(std::move(storage)), dtype_(dtype), shape_(std::move(shape)),
+      strides_(std::move(strides)), offset_(offset) {
+  STRATA_CHECK(strides_.size() == shape_.rank(), "core", "{} strides for shape {}",
+               strides_.size(), shape_.str());
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, const TensorOptions& o) {
+  auto st = Storage::allocate(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype),
+                              o.device, o.tier, o.category, ledger_of(o));
+  return Tensor(std::move(st), dtype, shape, shape.contiguous_strides(), 0);
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, const TensorOptions& o) {
+  Tensor t = empty(shape, dtype, o);
+  t.zero();
+  return t;
+}
+
+bool Tensor::is_contiguous() const {
+  std::int64_t acc = 1;
+  for (std::size_t i = shape_.rank(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != acc) return false;
+    acc *= shape_[i];
+  }
+  return true;
+}
+
+void* Tensor::raw() const {
+  STRATA_CHECK(storage_, "core", "access to an undefined tensor");
+  return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+}
+
+Tensor Tensor::view(const Shape& s) const {
+  STRATA_CHECK(is_contiguous(), "core", "view of a non-contiguous tensor {}", shape_.str());
+  std::vector<std::int64_t> d = s.dims();
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    if (d[i] == -1) {
+      STRATA_CHECK(infer < 0, "core", "more than one -1 in view shape");
+      infer = static_cast<int>(i);
+    } else {
+      known *= d[i];
+    }
+  }
+  if (infer >= 0) {
+    STRATA_CHECK(known > 0 && numel() % known == 0, "core", "cannot view {} as {}", shape_.str(),
+                 s.str());
+    d[infer] = numel() / known;
+  }
+  Shape ns(d);
+  STRATA_CHECK(ns.numel() == numel(), "core", "cannot view {} ({} elements) as {}", shape_.str(),
+               numel(), ns.str());
+  return Tensor(storage_, dtype_, ns, ns.contiguous_strides(), offset_);
+}
+
+Tensor Tensor::slice(int dim, std::int64_t start, std::int64_t end) const {
+  const int r = static_cast<int>(rank());
+  const int d = dim < 0 ? dim + r : dim;
+  STRATA_CHECK(d >= 0 && d < r, "core", "slice dim {} of rank-{} tensor", dim, r);
+  STRATA_CHECK(0 <= start && start <= end && end <= shape_[d], "core",
+               "slice [{}, {}) out of range for extent {} of {}", start, end, shape_[d], shape_.str());
+  Shape s = shape_;
+  s[d] = end - start;
+  return Tensor(storage_, dtype_, s, strides_, offset_ + start * strides_[d]);
+}
+
+Tensor Tensor::select(std::int64_t i) const {
+  STRATA_CHECK(rank() >= 1 && 0 <= i && i < shape_[0], "core", "select {} of {}", i, shape_.str());
+  std::vector<std::int64_t> d(shape_.dims().begin() + 1, shape_.dims().end());
+  std::vector<std::int64_t> st(strides_.begin() + 1, strides_.end());
+  return Tensor(storage_, dtype_, Shape(d), st, offset_ + i * strides_[0]);
+}
+
+Tensor Tensor::transpose(int a, int b) const {
+  const int r = static_cast<int>(rank());
+  if (a < 0) a += r;
+  if (b < 0) b += r;
+  STRATA_CHECK(a >= 0 && a < r && b >= 0 && b < r, "core", "transpose({}, {}) of rank {}", a, b, r);
+  Shape s = shape_;
+  auto st = strides_;
+  std::swap(s[a], s[b]);
+  std::swap(st[a], st[b]);
+  return Tensor(storage_, dtype_, s, st, offset_);
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  TensorOptions o{device(), tier(), category(), nullptr};
+  return clone(o);
+}
+
+Tensor Tensor::clone(const TensorOptions& o) const { return to(dtype_, o); }
+
+Tensor Tensor::to(DType dt, const TensorOptions& o) const {
+  Tensor t = empty(shape_, dt, o);
+  t.copy_from(*this);
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  STRATA_CHECK(src.shape_ == shape_, "core", "copy of {} into {}", src.shape_.str(), shape_.str());
+  if (numel() == 0) return;
+  const bool sc = src.device().is_cuda(), dc = device().is_cuda();
+  if (sc || dc) {
+    STRATA_CHECK(src.dtype_ == dtype_ && src.is_contiguous() && is_contiguous(), "core",
+                 "device copies need the same dtype and contiguous tensors");
+    cuda::memcpy(raw(), src.raw(), nbytes(),
+                 sc && dc ? cuda::CopyKind::device_to_device
+                 : sc     ? cuda::CopyKind::device_to_host
+                          : cuda::CopyKind::host_to_device);
+    return;
+  }
+  if (src.is_contiguous() && is_contiguous()) {
+    convert(src.raw(), src.dtype_, raw(), dtype_, static_cast<std::size_t>(numel()));
+    return;
+  }
+  const std::size_t ss = dtype_size(src.dtype_), ds = dtype_size(dtype_);
+  const char* sb = static_cast<const char*>(src.storage_->data());
+  char* db = static_cast<char*>(storage_->data());
+  for_each_index(shape_, src.strides_, src.offset_, strides_, offset_,
+                 [&](std::int64_t a, std::int64_t b) {
+                   convert(sb + a * ss, src.dtype_, db + b * ds, dtype_, 1);
+                 });
+}
+
+void Tensor::fill(double v) {
+  STRATA_CHECK(device().is_cpu(), "core", "fill on {} is not supported here", device().str());
+  const std::size_t es = dtype_size(dtype_);
+  alignas(8) unsigned char one[8];
+  convert(&v, DType::f64, one, dtype_, 1);
+  char* db = static_cast<char*>(storage_->data());
+  if (is_contiguous()) {
+    char* p = static_cast<char*>(raw());
+    const std::int64_t n = numel();
+    if (dtype_ == DType::f32) {
+      float f;
+      std::memcpy(&f, one, 4);
+      std::fill_n(reinterpret_cast<float*>(p), n, f);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) std::memcpy(p + i * es, one, es);
+    }
+    return;
+  }
+  for_each_index(shape_, strides_, offset_, strides_, offset_,
+                 [&](std::int64_t, std::int64_t b) { std::memcpy(db + b * es, one, es); });
+}
+
+void Tensor::zero() {
+  if (is_contiguous() && device().is_cpu()) {
+    std::memset(raw(), 0, nbytes());
+    return;
+  }
+  fill(0.0);
+}
+
+double Tensor::item(std::int64_t k) const {
+  STRATA_CHECK(device().is_cpu(), "core", "item() on {}", device().str());
+  STRATA_CHECK(0 <= k && k < numel(), "core", "item {} of {} elements", k, numel());
+  // Walk to the k-th element in row-major order.
+  std::int64_t off = offset_;
+  for (std::size_t d = rank(); d-- > 0;) {
+    off += (k % shape_[d]) * strides_[d];
+    k /= shape_[d];
+  }
+  double v = 0;
+  convert(static_cast<const char*>(storage_->data()) + off * dtype_size(dtype_), dtype_, &v,
+          DType::f64, 1);
+  return v;
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> out(static_cast<std::size_t>(numel()));
+  Tensor c = contiguous();
+  convert(c.raw(), dtype_, out.data(), DType::f32, out.size());
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,98 @@
+// MemoryLedger: current and peak bytes per tier × category, optional caps per tier, and the
+// out-of-memory error that explains itself. Every allocation in Strata is charged here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "framework/memory/tier.hpp"
+
+namespace strata {
+
+// A consistent copy of the ledger's counters.
+struct MemorySnapshot {
+  std::array<std::array<std::uint64_t, kNumCategories>, kNumTiers> current{};
+  std::array<std::array<std::uint64_t, kNumCategories>, kNumTiers> peak{};
+  std::array<std::uint64_t, kNumTiers> tier_current{};
+  std::array<std::uint64_t, kNumTiers> tier_peak{};  // peak of the tier's total
+  std::array<std::optional<std::uint64_t>, kNumTiers> cap{};
+  std::uint64_t current_of(Tier t, Category c) const { return current[int(t)][int(c)]; }
+  std::uint64_t peak_of(Tier t, Category c) const { return peak[int(t)][int(c)]; }
+};
+
+// What was asked for when a cap was exceeded; given to the advisor.
+struct OomContext {
+  Tier tier;
+  Category category;
+  std::uint64_t requested;
+  std::uint64_t cap;
+  MemorySnapshot snapshot;
+};
+
+// Produces "what to change" lines for an out-of-memory error. The default advisor reasons
+// from categories; the engine installs one that knows the configuration.
+using OomAdvisor = std::function<std::vector<std::string>(const OomContext&)>;
+std::vector<std::string> default_oom_advice(const OomContext& ctx);
+
+class MemoryLedger {
+ public:
+  MemoryLedger();
+
+  // The process-wide ledger that allocations use unless told otherwise.
+  static MemoryLedger& global();
+
+  // Caps a tier (nullopt removes the cap).
+  void set_cap(Tier t, std::optional<std::uint64_t> bytes);
+  std::optional<std::uint64_t> cap(Tier t) const;
+
+  // Charges bytes; throws OutOfMemory (and charges nothing) if the tier's cap would be exceeded.
+  void charge(Tier t, Category c, std::uint64_t bytes);
+  // Returns bytes charged earlier.
+  void release(Tier t, Category c, std::uint64_t bytes);
+
+  std::uint64_t current(Tier t, Category c) const;
+  std::uint64_t current(Tier t) const;
+  std::uint64_t peak(Tier t, Category c) const;
+  std::uint64_t peak(Tier t) const;
+  MemorySnapshot snapshot() const;
+
+  // Starts a new peak window (e.g. per step): peaks become the current values.
+  void reset_peaks();
+
+  void set_advisor(OomAdvisor advisor);
+
+  // Human-readable table tier × category with current and peak, plus caps.
+  std::string report() const;
+
+ private:
+  mutable std::mutex mu_;
+  MemorySnapshot s_;
+  OomAdvisor advisor_;
+};
+
+// Formats a snapshot as the memory report table.
+std::string format_memory_report(const MemorySnapshot& s);
+
+// RAII charge: charges on construction, releases on destruction.
+class LedgerCharge {
+ public:
+  LedgerCharge() = default;
+  LedgerCharge(MemoryLedger& l, Tier t, Category c, std::uint64_t bytes);
+  LedgerCharge(LedgerCharge&& o) noexcept;
+  LedgerCharge& operator=(LedgerCharge&& o) noexcept;
+  ~LedgerCharge();
+  void reset();
+
+ private:
+  MemoryLedger* ledger_ = nullptr;
+  Tier tier_ = Tier::device;
+  Category cat_ = Category::other;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace strata

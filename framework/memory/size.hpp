@@ -1,0 +1,18 @@
+// Byte sizes as people write them ("2GiB", "512 MB", "1.5G") and as we print them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace strata {
+
+// Parses a byte size: a number (integer or decimal) and an optional unit B, KB/MB/GB/TB
+// (powers of 1000), KiB/MiB/GiB/TiB (powers of 1024) or K/M/G/T (powers of 1024). Case of the
+// unit is ignored. Throws UserError naming the text and the accepted forms.
+std::uint64_t parse_bytes(std::string_view text);
+
+// "1.50 GiB", "512 B", "3.00 KiB".
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace strata

@@ -1,0 +1,46 @@
+// Storage: one owned, aligned allocation charged to the ledger under a tier and category;
+// tensors are views into it.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "framework/core/device.hpp"
+#include "framework/memory/ledger.hpp"
+
+namespace strata {
+
+inline constexpr std::size_t kStorageAlignment = 64;
+
+class Storage {
+ public:
+  // Allocates bytes on device, charged to ledger under (tier, category). Throws OutOfMemory.
+  static std::shared_ptr<Storage> allocate(std::size_t bytes, Device device, Tier tier,
+                                           Category category,
+                                           MemoryLedger& ledger = MemoryLedger::global());
+  // Wraps memory someone else owns (e.g. an mmap); deleter runs on destruction. Not charged.
+  static std::shared_ptr<Storage> wrap(void* data, std::size_t bytes, Device device,
+                                       std::function<void(void*)> deleter = {});
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+  Tier tier() const { return tier_; }
+  Category category() const { return category_; }
+
+ private:
+  Storage() = default;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  Device device_;
+  Tier tier_ = Tier::device;
+  Category category_ = Category::other;
+  LedgerCharge charge_;
+  std::function<void(void*)> deleter_;
+};
+
+}  // namespace strata
