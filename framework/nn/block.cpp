@@ -1,0 +1,68 @@
+#include "framework/nn/block.hpp"
+
+#include "framework/backend/cpu/kernels.hpp"
+
+namespace strata::nn {
+
+Block::Block(std::string prefix, int n_embd, int n_head, float init_std, float proj_std)
+    : Module(std::move(prefix)),
+      ln_1(child_name("ln_1"), n_embd),
+      attn(child_name("attn"), n_embd, n_head, init_std, proj_std),
+      ln_2(child_name("ln_2"), n_embd),
+      mlp(child_name("mlp"), n_embd, init_std, proj_std) {
+  add_child(ln_1);
+  add_child(attn);
+  add_child(ln_2);
+  add_child(mlp);
+}
+
+Tensor Block::run_forward(Context& ctx, const Tensor& x) {
+  const auto n = static_cast<std::size_t>(x.numel());
+  Tensor a = attn.forward(ctx, ln_1.forward(ctx, x), B_, T_);
+  Tensor x1 = ctx.act(x.shape());
+  cpu::add(x.data<float>(), a.data<float>(), x1.data<float>(), n);
+  a = {};
+  Tensor m = mlp.forward(ctx, ln_2.forward(ctx, x1));
+  cpu::add_inplace(m.data<float>(), x1.data<float>(), n);  // m becomes x2 = x1 + mlp(...)
+  return m;
+}
+
+Tensor Block::forward(Context& ctx, const Tensor& x, int B, int T) {
+  B_ = B;
+  T_ = T;
+  if (!ctx.grad_enabled) return run_forward(ctx, x);
+  x_ = x;
+  if (!checkpoint_) return run_forward(ctx, x);
+  // Checkpointing: run without saving anything; backward recomputes.
+  ctx.grad_enabled = false;
+  Tensor y;
+  try {
+    y = run_forward(ctx, x);
+  } catch (...) {
+    ctx.grad_enabled = true;
+    throw;
+  }
+  ctx.grad_enabled = true;
+  return y;
+}
+
+Tensor Block::backward(Context& ctx, const Tensor& dy) {
+  STRATA_CHECK(x_.defined(), "nn", "{}: backward without a saved forward", prefix());
+  if (checkpoint_) run_forward(ctx, x_);  // recompute, saving this time
+  const auto n = static_cast<std::size_t>(dy.numel());
+  // x2 = x1 + mlp(ln_2(x1))  →  dx1 = dy + ln_2'(mlp'(dy))
+  Tensor dx1 = ln_2.backward(ctx, mlp.backward(ctx, dy));
+  cpu::add_inplace(dx1.data<float>(), dy.data<float>(), n);
+  // x1 = x + attn(ln_1(x))   →  dx = dx1 + ln_1'(attn'(dx1))
+  Tensor dx = ln_1.backward(ctx, attn.backward(ctx, dx1));
+  cpu::add_inplace(dx.data<float>(), dx1.data<float>(), n);
+  x_ = {};
+  return dx;
+}
+
+void Block::clear_saved() {
+  x_ = {};
+  Module::clear_saved();
+}
+
+}  // namespace strata::nn

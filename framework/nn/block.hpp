@@ -1,0 +1,32 @@
+// GPT-2 transformer block (pre-LayerNorm): x + attn(ln_1(x)), then + mlp(ln_2(.)).
+// With activation checkpointing the block keeps only its input after forward and recomputes
+// its forward at the start of backward; gradients are bitwise the same as without.
+#pragma once
+
+#include "framework/nn/attention.hpp"
+#include "framework/nn/layer_norm.hpp"
+#include "framework/nn/mlp.hpp"
+
+namespace strata::nn {
+
+class Block : public Module {
+ public:
+  Block(std::string prefix, int n_embd, int n_head, float init_std, float proj_std);
+  Tensor forward(Context& ctx, const Tensor& x, int B, int T);
+  Tensor backward(Context& ctx, const Tensor& dy);
+  void clear_saved() override;
+  void set_checkpointing(bool on) { checkpoint_ = on; }
+
+  LayerNorm ln_1;
+  CausalSelfAttention attn;
+  LayerNorm ln_2;
+  Mlp mlp;
+
+ private:
+  Tensor run_forward(Context& ctx, const Tensor& x);
+  bool checkpoint_ = false;
+  int B_ = 0, T_ = 0;
+  Tensor x_;  // block input, kept for recomputation
+};
+
+}  // namespace strata::nn

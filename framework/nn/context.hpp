@@ -1,0 +1,35 @@
+// Context: what a forward/backward pass needs besides its inputs — where activations and
+// scratch space are allocated, whether to save for backward, and hooks the engine runs around
+// each parameter unit (ZeRO-3 gathers, gradient-bucket reduction).
+#pragma once
+
+#include "framework/core/tensor.hpp"
+
+namespace strata::nn {
+
+// Called by models around each parameter unit. The single-process engine needs none; data
+// parallelism reduces a unit's gradients in after_backward, ZeRO-3 gathers in before_*.
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  virtual void before_forward(int unit) {}
+  virtual void after_forward(int unit) {}
+  virtual void before_backward(int unit) {}
+  virtual void after_backward(int unit) {}
+};
+
+struct Context {
+  TensorOptions activations{Device::cpu(), Tier::device, Category::activations, nullptr};
+  TensorOptions workspace{Device::cpu(), Tier::device, Category::workspace, nullptr};
+  UnitHooks* hooks = nullptr;
+  bool grad_enabled = true;  // false: evaluation, nothing is saved for backward
+
+  Tensor act(const Shape& s, DType t = DType::f32) const { return Tensor::empty(s, t, activations); }
+  Tensor scratch(const Shape& s, DType t = DType::f32) const { return Tensor::empty(s, t, workspace); }
+  void before_forward(int u) { if (hooks) hooks->before_forward(u); }
+  void after_forward(int u) { if (hooks) hooks->after_forward(u); }
+  void before_backward(int u) { if (hooks) hooks->before_backward(u); }
+  void after_backward(int u) { if (hooks) hooks->after_backward(u); }
+};
+
+}  // namespace strata::nn

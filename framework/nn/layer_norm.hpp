@@ -1,0 +1,24 @@
+// LayerNorm over the last dimension (eps 1e-5 by default, weight 1, bias 0 at init).
+// Saves its input and the per-row mean and 1/std.
+#pragma once
+
+#include "framework/nn/module.hpp"
+
+namespace strata::nn {
+
+class LayerNorm : public Module {
+ public:
+  LayerNorm(std::string prefix, int dim, float eps = 1e-5f);
+  Tensor forward(Context& ctx, const Tensor& x);  // [N, C] → [N, C]
+  Tensor backward(Context& ctx, const Tensor& dy);
+  void clear_saved() override { x_ = mean_ = rstd_ = {}; }
+
+ private:
+  int dim_;
+  float eps_;
+  Parameter* w_;
+  Parameter* b_;
+  Tensor x_, mean_, rstd_;
+};
+
+}  // namespace strata::nn

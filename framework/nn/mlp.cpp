@@ -1,0 +1,38 @@
+#include "framework/nn/mlp.hpp"
+
+#include "framework/backend/cpu/kernels.hpp"
+
+namespace strata::nn {
+
+Mlp::Mlp(std::string prefix, int n_embd, float init_std, float proj_std)
+    : Module(std::move(prefix)),
+      c_fc(child_name("c_fc"), n_embd, 4 * n_embd, true, init_std),
+      c_proj(child_name("c_proj"), 4 * n_embd, n_embd, true, proj_std) {
+  add_child(c_fc);
+  add_child(c_proj);
+}
+
+Tensor Mlp::forward(Context& ctx, const Tensor& x) {
+  Tensor h = c_fc.forward(ctx, x);
+  Tensor g = ctx.act(h.shape());
+  cpu::gelu_forward(h.data<float>(), g.data<float>(), static_cast<std::size_t>(h.numel()));
+  if (ctx.grad_enabled) pre_ = h;
+  return c_proj.forward(ctx, g);
+}
+
+Tensor Mlp::backward(Context& ctx, const Tensor& dy) {
+  STRATA_CHECK(pre_.defined(), "nn", "{}: backward without a saved forward", prefix());
+  Tensor dg = c_proj.backward(ctx, dy);
+  // dh overwrites dg in place: gelu_backward reads dg[i] before writing dx[i].
+  cpu::gelu_backward(pre_.data<float>(), dg.data<float>(), dg.data<float>(),
+                     static_cast<std::size_t>(dg.numel()));
+  pre_ = {};
+  return c_fc.backward(ctx, dg);
+}
+
+void Mlp::clear_saved() {
+  pre_ = {};
+  Module::clear_saved();
+}
+
+}  // namespace strata::nn

@@ -1,0 +1,25 @@
+#include "framework/nn/module.hpp"
+
+namespace strata::nn {
+
+std::vector<Parameter*> Module::parameters() {
+  std::vector<Parameter*> out;
+  for (auto& p : params_) out.push_back(p.get());
+  for (auto* c : children_) {
+    auto sub = c->parameters();
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+Parameter& Module::declare(const std::string& local_name, Shape shape, Init init, bool decay) {
+  auto p = std::make_unique<Parameter>();
+  p->name = child_name(local_name);
+  p->shape = std::move(shape);
+  p->init = init;
+  p->decay = decay;
+  params_.push_back(std::move(p));
+  return *params_.back();
+}
+
+}  // namespace strata::nn

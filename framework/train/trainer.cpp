@@ -1,0 +1,150 @@
+#include "framework/train/trainer.hpp"
+
+#include <cmath>
+
+#include "framework/backend/cpu/kernels.hpp"
+#include "framework/core/convert.hpp"
+#include "framework/precision/overflow.hpp"
+
+namespace strata::train {
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::f32: return "f32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+  }
+  return "?";
+}
+
+Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts) : store_(store), opts_(opts) {
+  const double base_lr = opts.optimizer == OptimizerKind::adamw ? opts.adamw.lr : opts.sgd.lr;
+  if (opts.optimizer == OptimizerKind::adamw) optim::validate(opts.adamw);
+  else optim::validate(opts.sgd);
+  schedule_ = optim::make_schedule(opts.schedule, base_lr);
+  if (opts.precision == Precision::fp16)
+    scaler_ = precision::make_loss_scaler(opts.static_loss_scale, opts.dynamic_scaler);
+  const DType pd = store.options().param_dtype;
+  STRATA_CHECK(store.options().grad_dtype == pd, "train",
+               "gradients ({}) must have the parameters' dtype ({})",
+               dtype_name(store.options().grad_dtype), dtype_name(pd));
+  const TensorOptions mem = store.options().memory.with(Category::optimizer);
+  for (std::size_t u = 0; u < store.num_units(); ++u) {
+    UnitState s;
+    const Shape shape{store.layout(u).padded};
+    if (pd != DType::f32) {
+      s.master = Tensor::empty(shape, DType::f32, mem);
+      s.master.copy_from(store.values(u));
+    }
+    s.m = Tensor::zeros(shape, DType::f32, mem);
+    if (opts.optimizer == OptimizerKind::adamw) s.v = Tensor::zeros(shape, DType::f32, mem);
+    state_.push_back(std::move(s));
+  }
+}
+
+float Trainer::loss_scale() const { return scaler_ ? static_cast<float>(scaler_->scale()) : 1.0f; }
+
+double Trainer::current_lr() const { return schedule_->lr_for_update(updates_ + 1); }
+
+double Trainer::grad_sum_squares(std::size_t u) const {
+  const Tensor& g = store_.grads(u);
+  const auto n = static_cast<std::size_t>(store_.layout(u).numel);
+  if (g.dtype() == DType::f32) return cpu::sum_squares(g.data<float>(), n);
+  // 16-bit gradients: widen in fixed-size chunks (fixed order → deterministic).
+  constexpr std::size_t kChunk = 1 << 16;
+  std::vector<float> tmp(std::min(n, kChunk));
+  double sum = 0;
+  for (std::size_t i = 0; i < n; i += kChunk) {
+    const std::size_t c = std::min(kChunk, n - i);
+    convert(static_cast<const std::uint16_t*>(g.raw()) + i, g.dtype(), tmp.data(), DType::f32, c);
+    sum += cpu::sum_squares(tmp.data(), c);
+  }
+  return sum;
+}
+
+bool Trainer::grads_overflow() const {
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    const Tensor& g = store_.grads(u);
+    const auto n = static_cast<std::size_t>(store_.layout(u).numel);
+    const bool bad = g.dtype() == DType::f32
+                         ? precision::has_inf_or_nan(g.data<float>(), n)
+                         : precision::has_inf_or_nan(static_cast<const std::uint16_t*>(g.raw()), n, g.dtype());
+    if (bad) return true;
+  }
+  return false;
+}
+
+StepResult Trainer::step() {
+  StepResult r;
+  r.loss_scale = loss_scale();
+  if (scaler_ && grads_overflow()) {
+    r.applied = false;
+    r.grad_norm = std::numeric_limits<double>::infinity();
+    r.lr = current_lr();
+    scaler_->update(true);  // throws when stuck at the minimum scale
+    store_.zero_grads();
+    return r;
+  }
+  double ss = 0;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) ss += grad_sum_squares(u);
+  const double inv_scale = 1.0 / r.loss_scale;
+  r.grad_norm = std::sqrt(ss) * inv_scale;
+  double coef = 1.0;
+  if (opts_.max_grad_norm > 0) {
+    // torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), applied only when < 1.
+    const double c = opts_.max_grad_norm / (r.grad_norm + 1e-6);
+    if (c < 1.0) coef = c;
+  }
+  const float grad_scale = static_cast<float>(coef * inv_scale);
+  const std::int64_t k = updates_ + 1;
+  r.lr = schedule_->lr_for_update(k);
+  const DType pd = store_.options().param_dtype;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    const nn::UnitLayout& l = store_.layout(u);
+    UnitState& s = state_[u];
+    float* master = pd == DType::f32 ? store_.values(u).data<float>() : s.master.data<float>();
+    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(store_.values(u).raw());
+    const Tensor& g = store_.grads(u);
+    Tensor g32;  // widened 16-bit gradients
+    const float* grad;
+    if (g.dtype() == DType::f32) {
+      grad = g.data<float>();
+    } else {
+      g32 = Tensor::empty(Shape{l.numel}, DType::f32, store_.options().memory.with(Category::workspace));
+      convert(g.raw(), g.dtype(), g32.raw(), DType::f32, static_cast<std::size_t>(l.numel));
+      grad = g32.data<float>();
+    }
+    for (std::size_t i = 0; i < l.params.size(); ++i) {
+      const std::int64_t off = l.offsets[i];
+      const auto n = static_cast<std::size_t>(l.params[i]->shape.numel());
+      // Weight decay only on parameters with >= 2 dims (declared `decay`).
+      const bool decay = l.params[i]->decay;
+      if (opts_.optimizer == OptimizerKind::adamw) {
+        optim::AdamWHyper h = opts_.adamw;
+        h.lr = r.lr;
+        if (!decay) h.weight_decay = 0;
+        if (p16)
+          optim::adamw_step_out16(master + off, grad + off, s.m.data<float>() + off,
+                                  s.v.data<float>() + off, n, h, k, grad_scale, p16 + off, pd);
+        else
+          optim::adamw_step(master + off, grad + off, s.m.data<float>() + off,
+                            s.v.data<float>() + off, n, h, k, grad_scale);
+      } else {
+        optim::SGDHyper h = opts_.sgd;
+        h.lr = r.lr;
+        if (!decay) h.weight_decay = 0;
+        if (p16)
+          optim::sgd_step_out16(master + off, grad + off, s.m.data<float>() + off, n, h, k,
+                                grad_scale, p16 + off, pd);
+        else
+          optim::sgd_step(master + off, grad + off, s.m.data<float>() + off, n, h, k, grad_scale);
+      }
+    }
+  }
+  if (scaler_) scaler_->update(false);
+  store_.zero_grads();
+  ++updates_;
+  return r;
+}
+
+}  // namespace strata::train
