@@ -9,7 +9,10 @@ namespace strata {
 Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::vector<std::int64_t>(dims)) {}
 
 Shape::Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {
-  for (auto d : dims_) STRATA_CHECK(d >= 0, "core", "negative extent in shape {}", str());
+  // -1 is allowed as the one extent Tensor::view infers; tensors themselves reject it.
+  for (auto d : dims_)
+    STRATA_CHECK(d >= -1, "core", "negative extent in shape {} (only -1, for an extent to be "
+                 "inferred by a view, is allowed)", str());
 }
 
 std::int64_t Shape::dim(int i) const {

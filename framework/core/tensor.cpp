@@ -2,12 +2,20 @@
 
 #include <cstring>
 
+#include <fmt/ranges.h>
+
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/core/convert.hpp"
 
 namespace strata {
 
 namespace {
+
+// Shape admits -1 (an extent for view() to infer); a tensor's own shape must be fully known.
+void check_known_extents(const Shape& s) {
+  for (auto d : s.dims())
+    STRATA_CHECK(d >= 0, "core", "tensor shape {} has an unresolved -1 extent", s.str());
+}
 
 MemoryLedger& ledger_of(const TensorOptions& o) {
   return o.ledger ? *o.ledger : MemoryLedger::global();
@@ -45,9 +53,26 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
       strides_(std::move(strides)), offset_(offset) {
   STRATA_CHECK(strides_.size() == shape_.rank(), "core", "{} strides for shape {}",
                strides_.size(), shape_.str());
+  check_known_extents(shape_);
+  // Every element the view can address must lie inside the storage.
+  STRATA_CHECK(offset_ >= 0, "core", "negative offset {} for a view {}", offset_, shape_.str());
+  if (storage_ && shape_.numel() > 0) {
+    std::int64_t lo = offset_, hi = offset_;
+    for (std::size_t d = 0; d < shape_.rank(); ++d) {
+      const std::int64_t span = (shape_[d] - 1) * strides_[d];
+      (span < 0 ? lo : hi) += span;
+    }
+    const auto es = static_cast<std::int64_t>(dtype_size(dtype_));
+    STRATA_CHECK(lo >= 0 && (hi + 1) * es <= static_cast<std::int64_t>(storage_->bytes()), "core",
+                 "view {} (strides [{}], offset {}) reaches elements [{}, {}] outside a storage "
+                 "of {} {} elements",
+                 shape_.str(), fmt::join(strides_, ", "), offset_, lo, hi,
+                 storage_->bytes() / static_cast<std::size_t>(es), dtype_name(dtype_));
+  }
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, const TensorOptions& o) {
+  check_known_extents(shape);
   auto st = Storage::allocate(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype),
                               o.device, o.tier, o.category, ledger_of(o));
   return Tensor(std::move(st), dtype, shape, shape.contiguous_strides(), 0);
@@ -168,6 +193,7 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 void Tensor::fill(double v) {
+  STRATA_CHECK(defined(), "core", "fill of an undefined tensor");
   STRATA_CHECK(device().is_cpu(), "core", "fill on {} is not supported here", device().str());
   const std::size_t es = dtype_size(dtype_);
   alignas(8) unsigned char one[8];
@@ -198,6 +224,7 @@ void Tensor::zero() {
 }
 
 double Tensor::item(std::int64_t k) const {
+  STRATA_CHECK(defined(), "core", "item() of an undefined tensor");
   STRATA_CHECK(device().is_cpu(), "core", "item() on {}", device().str());
   STRATA_CHECK(0 <= k && k < numel(), "core", "item {} of {} elements", k, numel());
   // Walk to the k-th element in row-major order.
@@ -213,6 +240,7 @@ double Tensor::item(std::int64_t k) const {
 }
 
 std::vector<float> Tensor::to_vector() const {
+  STRATA_CHECK(device().is_cpu(), "core", "to_vector() on {}", device().str());
   std::vector<float> out(static_cast<std::size_t>(numel()));
   Tensor c = contiguous();
   convert(c.raw(), dtype_, out.data(), DType::f32, out.size());
