@@ -1,0 +1,201 @@
+// train_gpt: the main job — trains a GPT-2-style model on a token file as configured by a
+// DeepSpeed-style JSON config, reporting progress, memory, validation loss and a sample.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "examples/train_gpt/progress.hpp"
+#include "framework/backend/cpu/kernels.hpp"
+#include "framework/config/config.hpp"
+#include "framework/data/eval_sampler.hpp"
+#include "framework/data/sampler.hpp"
+#include "framework/memory/size.hpp"
+#include "framework/nn/generate.hpp"
+#include "framework/nn/param_store.hpp"
+#include "framework/train/from_config.hpp"
+
+using namespace strata;
+
+namespace {
+
+struct Args {
+  std::string config;
+  std::vector<std::string> sets;
+  config::MemoryFlags memory;
+  std::string metrics;
+  int threads = 0;
+};
+
+double evaluate(nn::Gpt& model, const data::TokenFile& file, int T, int micro, std::int64_t iters) {
+  data::EvalSampler ev(file, T, micro, 1, 0, static_cast<std::uint64_t>(iters * micro));
+  std::vector<std::int32_t> in(static_cast<std::size_t>(micro) * T), tgt(in.size());
+  nn::Context ctx;
+  ctx.grad_enabled = false;
+  double sum = 0;
+  std::int64_t count = 0;
+  while (!ev.done()) {
+    const int rows = ev.next(in.data(), tgt.data());
+    for (std::size_t i = static_cast<std::size_t>(rows) * T; i < tgt.size(); ++i) tgt[i] = -1;
+    if (rows == 0) continue;
+    const double loss = model.forward(ctx, in.data(), tgt.data(), micro, T);
+    sum += loss * rows * T;
+    count += static_cast<std::int64_t>(rows) * T;
+  }
+  return count ? sum / static_cast<double>(count) : 0.0;
+}
+
+std::string decode_bytes(const std::vector<std::int32_t>& toks) {
+  std::string s;
+  for (auto t : toks) s.push_back(static_cast<char>(t & 0xff));
+  return s;
+}
+
+int run(const Args& a) {
+  auto& ledger = MemoryLedger::global();
+  std::vector<std::string> overrides = a.sets;
+  if (!a.memory.device.empty()) overrides.push_back("strata.memory.device_limit=" + a.memory.device);
+  if (!a.memory.host.empty()) overrides.push_back("strata.memory.host_limit=" + a.memory.host);
+  if (!a.memory.nvme.empty()) overrides.push_back("strata.memory.nvme_limit=" + a.memory.nvme);
+  config::Config cfg = config::load_config(a.config, overrides);
+  config::resolve_batch(cfg, 1);
+  train::apply_memory_caps(cfg, ledger);
+  if (a.threads > 0) cpu::set_num_threads(a.threads);
+
+  std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
+  if (cfg.strata.data.train.empty())
+    user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
+              "`strata data prepare --input TEXT --output PREFIX`)");
+
+  const nn::GptConfig gc = train::gpt_config(cfg);
+  const int T = gc.block_size;
+  const int micro = static_cast<int>(cfg.train_micro_batch_size_per_gpu);
+  const int accum = static_cast<int>(cfg.gradient_accumulation_steps);
+  const std::int64_t steps = cfg.strata.train_steps;
+
+  data::TokenFile train_file(cfg.strata.data.train);
+  if (train_file.vocab_size() > static_cast<std::uint64_t>(gc.vocab_size))
+    user_fail("train_gpt", "{} has vocabulary {} but strata.model.vocab_size is {}: raise vocab_size",
+              train_file.path(), train_file.vocab_size(), gc.vocab_size);
+  std::optional<data::TokenFile> valid_file;
+  if (!cfg.strata.data.valid.empty()) valid_file.emplace(cfg.strata.data.valid);
+  data::BatchSampler sampler(train_file, T, micro, 1, 0, cfg.strata.data.shuffle, cfg.strata.data.seed);
+
+  nn::Gpt model(gc);
+  model.set_checkpointing(cfg.strata.activation_checkpointing);
+  const train::Precision prec = train::precision_of(cfg);
+  const DType pd = train::param_dtype(prec);
+  nn::ParamStore store(model.units(), nn::ParamStoreOptions{pd, pd, 1, {}});
+  store.initialize(cfg.strata.seed);
+  train::Trainer trainer(store, train::trainer_options(cfg));
+
+  std::printf("model: GPT %d layers, %d heads, d=%d, T=%d, vocab %d: %lld parameters (%s)\n",
+              gc.n_layer, gc.n_head, gc.n_embd, T, gc.vocab_size,
+              static_cast<long long>(store.total_numel()), train::precision_name(prec));
+  std::printf("batch: %d micro x %d accumulation = %lld sequences (%lld tokens) per step; %d threads\n",
+              micro, accum, static_cast<long long>(cfg.train_batch_size),
+              static_cast<long long>(cfg.train_batch_size) * T, cpu::num_threads());
+  std::printf("memory after set-up:\n%s", ledger.report().c_str());
+  std::fflush(stdout);
+
+  std::ofstream metrics;
+  if (!a.metrics.empty()) {
+    metrics.open(a.metrics);
+    if (!metrics) user_fail("train_gpt", "cannot write metrics file {}", a.metrics);
+  }
+
+  std::vector<std::int32_t> in(static_cast<std::size_t>(micro) * T), tgt(in.size());
+  nn::Context ctx;
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto last = t0;
+  std::int64_t tokens_since = 0;
+  for (std::int64_t step = 1; step <= steps; ++step) {
+    ledger.reset_peaks();
+    double loss = 0;
+    for (int m = 0; m < accum; ++m) {
+      sampler.next(in.data(), tgt.data());
+      loss += model.forward(ctx, in.data(), tgt.data(), micro, T);
+      model.backward(ctx, trainer.loss_scale() / static_cast<float>(accum));
+    }
+    examples::StepReport r;
+    r.result = trainer.step();
+    r.step = step;
+    r.total = steps;
+    r.loss = loss / accum;
+    r.fp16 = prec == train::Precision::fp16;
+    r.peak_device = ledger.peak(Tier::device);
+    tokens_since += static_cast<std::int64_t>(accum) * micro * T;
+    const auto now = clock::now();
+    r.elapsed_s = std::chrono::duration<double>(now - t0).count();
+    r.eta_s = r.elapsed_s / static_cast<double>(step) * static_cast<double>(steps - step);
+    const bool eval_now = valid_file && cfg.strata.eval.interval > 0 &&
+                          (step % cfg.strata.eval.interval == 0 || step == steps);
+    if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters);
+    const bool print = step == 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
+    if (print) {
+      r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
+      std::printf("%s\n", examples::progress_line(r).c_str());
+      std::fflush(stdout);
+    }
+    if (metrics.is_open()) {
+      if (!print) r.tokens_per_s = static_cast<double>(accum) * micro * T /
+                                   std::max(1e-9, std::chrono::duration<double>(now - last).count());
+      metrics << examples::metrics_json(r, ledger.snapshot()) << "\n";
+      metrics.flush();
+    }
+    if (print || metrics.is_open()) {
+      last = clock::now();
+      tokens_since = 0;
+    }
+  }
+  std::printf("peak memory:\n%s", ledger.report().c_str());
+
+  if (cfg.strata.sample.tokens > 0) {
+    nn::SampleOptions so;
+    so.max_new_tokens = static_cast<int>(cfg.strata.sample.tokens);
+    so.temperature = static_cast<float>(cfg.strata.sample.temperature);
+    so.top_k = static_cast<int>(cfg.strata.sample.top_k);
+    Philox rng(cfg.strata.seed, 0);
+    nn::Context sctx;
+    sctx.grad_enabled = false;
+    std::vector<std::int32_t> prompt{'\n'};
+    if (prompt[0] >= gc.vocab_size) prompt[0] = 0;
+    auto out = nn::generate(model, sctx, prompt, so, rng);
+    std::printf("sample (temperature %.2f, top-k %d):\n%s\n", so.temperature, so.top_k,
+                gc.vocab_size == 256 ? decode_bytes(out).c_str() : "(token ids; vocab is not bytes)");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"train_gpt: train a GPT-2-style model (the Strata main job)"};
+  Args a;
+  app.add_option("--config", a.config, "JSON config (DeepSpeed keys + strata section)")->required();
+  app.add_option("--set", a.sets, "override a config key: --set strata.train_steps=100");
+  app.add_option("--device-memory", a.memory.device, "cap the device tier, e.g. 2GiB");
+  app.add_option("--host-memory", a.memory.host, "cap the host tier");
+  app.add_option("--nvme-memory", a.memory.nvme, "cap the nvme tier");
+  app.add_option("--metrics", a.metrics, "write one JSON line per step to this file");
+  app.add_option("--threads", a.threads, "compute threads (default: all cores)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    return run(a);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_gpt: error: %s\n", e.what());
+    return 1;
+  }
+}

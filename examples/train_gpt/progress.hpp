@@ -1,0 +1,32 @@
+// Progress reporting for train_gpt: the console line every steps_per_print and one JSON line per
+// step for --metrics.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "framework/memory/ledger.hpp"
+#include "framework/train/trainer.hpp"
+
+namespace strata::examples {
+
+struct StepReport {
+  std::int64_t step = 0, total = 0;
+  double loss = 0;
+  train::StepResult result;
+  bool fp16 = false;
+  double tokens_per_s = 0;
+  double elapsed_s = 0;
+  double eta_s = 0;
+  std::uint64_t peak_device = 0;  // peak device-tier bytes this step
+  std::optional<double> val_loss;
+};
+
+std::string format_duration(double seconds);  // "1m23s"
+std::string progress_line(const StepReport& r);
+// One JSON object: the report's numbers plus memory per tier × category (current and peak).
+std::string metrics_json(const StepReport& r, const MemorySnapshot& mem);
+
+}  // namespace strata::examples

@@ -1,0 +1,80 @@
+#include "framework/train/from_config.hpp"
+
+#include <cmath>
+
+namespace strata::train {
+
+nn::GptConfig gpt_config(const config::Config& cfg) {
+  const auto& m = cfg.strata.model;
+  STRATA_CHECK(m.type == "gpt", "config", "strata.model.type '{}' is not a model this program trains",
+               m.type);
+  nn::GptConfig g;
+  g.vocab_size = static_cast<int>(m.vocab_size);
+  g.block_size = static_cast<int>(m.block_size);
+  g.n_layer = static_cast<int>(m.n_layer);
+  g.n_head = static_cast<int>(m.n_head);
+  g.n_embd = static_cast<int>(m.n_embd);
+  return g;
+}
+
+Precision precision_of(const config::Config& cfg) {
+  if (cfg.fp16.enabled) return Precision::fp16;
+  if (cfg.bf16.enabled) return Precision::bf16;
+  return Precision::f32;
+}
+
+DType param_dtype(Precision p) {
+  return p == Precision::bf16 ? DType::bf16 : p == Precision::fp16 ? DType::f16 : DType::f32;
+}
+
+TrainerOptions trainer_options(const config::Config& cfg) {
+  TrainerOptions o;
+  const auto& opt = cfg.optimizer;
+  if (opt.type == config::OptimizerType::sgd) {
+    o.optimizer = OptimizerKind::sgd;
+    o.sgd.lr = opt.lr;
+    o.sgd.momentum = opt.momentum;
+    o.sgd.nesterov = opt.nesterov;
+    o.sgd.weight_decay = opt.weight_decay;
+  } else {
+    // Adam with adam_w_mode=false would need coupled decay; the config layer only lets AdamW
+    // semantics through (DeepSpeed's default adam_w_mode=true).
+    o.optimizer = OptimizerKind::adamw;
+    o.adamw.lr = opt.lr;
+    o.adamw.beta1 = opt.betas[0];
+    o.adamw.beta2 = opt.betas[1];
+    o.adamw.eps = opt.eps;
+    o.adamw.weight_decay = opt.weight_decay;
+  }
+  const auto& s = cfg.scheduler;
+  switch (s.type) {
+    case config::SchedulerType::none: o.schedule.type = "constant"; break;
+    case config::SchedulerType::warmup_lr: o.schedule.type = "WarmupLR"; break;
+    case config::SchedulerType::warmup_cosine_lr: o.schedule.type = "WarmupCosineLR"; break;
+    case config::SchedulerType::warmup_decay_lr: o.schedule.type = "WarmupDecayLR"; break;
+  }
+  o.schedule.warmup_min_lr = s.warmup_min_lr;
+  o.schedule.warmup_max_lr = s.warmup_max_lr;
+  o.schedule.warmup_num_steps = s.warmup_num_steps;
+  o.schedule.warmup_type = s.warmup_type == config::WarmupType::log ? "log" : "linear";
+  o.schedule.total_num_steps = s.total_num_steps;
+  o.schedule.warmup_min_ratio = s.warmup_min_ratio;
+  o.schedule.cos_min_ratio = s.cos_min_ratio;
+  o.max_grad_norm = cfg.gradient_clipping;
+  o.precision = precision_of(cfg);
+  o.static_loss_scale = cfg.fp16.loss_scale;
+  o.dynamic_scaler.init_scale = std::ldexp(1.0, static_cast<int>(cfg.fp16.initial_scale_power));
+  o.dynamic_scaler.scale_window = cfg.fp16.loss_scale_window;
+  o.dynamic_scaler.delayed_shift = cfg.fp16.hysteresis;
+  o.dynamic_scaler.consecutive_hysteresis = cfg.fp16.consecutive_hysteresis;
+  o.dynamic_scaler.min_scale = cfg.fp16.min_loss_scale;
+  return o;
+}
+
+void apply_memory_caps(const config::Config& cfg, MemoryLedger& ledger) {
+  ledger.set_cap(Tier::device, cfg.strata.memory.device_limit);
+  ledger.set_cap(Tier::host, cfg.strata.memory.host_limit);
+  ledger.set_cap(Tier::nvme, cfg.strata.memory.nvme_limit);
+}
+
+}  // namespace strata::train

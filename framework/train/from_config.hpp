@@ -1,0 +1,19 @@
+// Builds the single-process training pieces (GPT shape, parameter dtypes, trainer options,
+// memory caps) from a validated config.
+#pragma once
+
+#include "framework/config/config.hpp"
+#include "framework/memory/ledger.hpp"
+#include "framework/nn/gpt.hpp"
+#include "framework/train/trainer.hpp"
+
+namespace strata::train {
+
+nn::GptConfig gpt_config(const config::Config& cfg);
+Precision precision_of(const config::Config& cfg);
+DType param_dtype(Precision p);
+TrainerOptions trainer_options(const config::Config& cfg);
+// Applies strata.memory.*_limit to the ledger's tier caps.
+void apply_memory_caps(const config::Config& cfg, MemoryLedger& ledger);
+
+}  // namespace strata::train
