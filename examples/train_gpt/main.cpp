@@ -18,6 +18,9 @@
 #include "framework/nn/generate.hpp"
 #include "framework/nn/param_store.hpp"
 #include "framework/train/from_config.hpp"
+#include "parallel/comm/init.hpp"
+#include "parallel/engine/dp_engine.hpp"
+#include "parallel/grid/grid.hpp"
 
 using namespace strata;
 
@@ -31,22 +34,26 @@ struct Args {
   int threads = 0;
 };
 
-double evaluate(nn::Gpt& model, const data::TokenFile& file, int T, int micro, std::int64_t iters) {
-  data::EvalSampler ev(file, T, micro, 1, 0, static_cast<std::uint64_t>(iters * micro));
+// Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks.
+double evaluate(nn::Gpt& model, const data::TokenFile& file, int T, int micro,
+                std::int64_t iters, const parallel::Group& dp) {
+  data::EvalSampler ev(file, T, micro, dp.size(), dp.rank(),
+                       static_cast<std::uint64_t>(iters * micro * dp.size()));
   std::vector<std::int32_t> in(static_cast<std::size_t>(micro) * T), tgt(in.size());
   nn::Context ctx;
   ctx.grad_enabled = false;
-  double sum = 0;
-  std::int64_t count = 0;
+  Tensor acc = Tensor::zeros({2}, DType::f64, TensorOptions{}.with(Category::comm));
+  double* a = acc.data<double>();
   while (!ev.done()) {
     const int rows = ev.next(in.data(), tgt.data());
     for (std::size_t i = static_cast<std::size_t>(rows) * T; i < tgt.size(); ++i) tgt[i] = -1;
     if (rows == 0) continue;
     const double loss = model.forward(ctx, in.data(), tgt.data(), micro, T);
-    sum += loss * rows * T;
-    count += static_cast<std::int64_t>(rows) * T;
+    a[0] += loss * rows * T;
+    a[1] += static_cast<double>(rows) * T;
   }
-  return count ? sum / static_cast<double>(count) : 0.0;
+  if (dp.size() > 1) dp.all_reduce(acc, parallel::ReduceOp::sum).wait();
+  return a[1] > 0 ? a[0] / a[1] : 0.0;
 }
 
 std::string decode_bytes(const std::vector<std::int32_t>& toks) {
@@ -62,11 +69,20 @@ int run(const Args& a) {
   if (!a.memory.host.empty()) overrides.push_back("strata.memory.host_limit=" + a.memory.host);
   if (!a.memory.nvme.empty()) overrides.push_back("strata.memory.nvme_limit=" + a.memory.nvme);
   config::Config cfg = config::load_config(a.config, overrides);
-  config::resolve_batch(cfg, 1);
+  parallel::InitOptions init;
+  init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
+  parallel::World world(init);
+  parallel::Grid grid(world.group(), static_cast<int>(cfg.strata.tensor_parallel_size),
+                      static_cast<int>(cfg.strata.pipeline_parallel_size));
+  if (grid.tp_size() > 1 || grid.pp_size() > 1)
+    user_fail("train_gpt", "tensor_parallel_size {} / pipeline_parallel_size {}: only data "
+              "parallelism is implemented so far; set both to 1", grid.tp_size(), grid.pp_size());
+  const bool lead = world.group().rank() == 0;
+  config::resolve_batch(cfg, grid.dp_size());
   train::apply_memory_caps(cfg, ledger);
   if (a.threads > 0) cpu::set_num_threads(a.threads);
 
-  std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
+  if (lead) std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
   if (cfg.strata.data.train.empty())
     user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
               "`strata data prepare --input TEXT --output PREFIX`)");
@@ -83,7 +99,9 @@ int run(const Args& a) {
               train_file.path(), train_file.vocab_size(), gc.vocab_size);
   std::optional<data::TokenFile> valid_file;
   if (!cfg.strata.data.valid.empty()) valid_file.emplace(cfg.strata.data.valid);
-  data::BatchSampler sampler(train_file, T, micro, 1, 0, cfg.strata.data.shuffle, cfg.strata.data.seed);
+  const parallel::Group& dp = grid.dp();
+  data::BatchSampler sampler(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
+                             cfg.strata.data.seed);
 
   nn::Gpt model(gc);
   model.set_checkpointing(cfg.strata.activation_checkpointing);
@@ -92,58 +110,65 @@ int run(const Args& a) {
   nn::ParamStore store(model.units(), nn::ParamStoreOptions{pd, pd, 1, {}});
   store.initialize(cfg.strata.seed);
   train::Trainer trainer(store, train::trainer_options(cfg));
+  parallel::EngineOptions eo;
+  eo.micro_batch = micro;
+  eo.accumulation = accum;
+  eo.seq_len = T;
+  eo.reducer.bucket_elements = cfg.zero_optimization.reduce_bucket_size;
+  eo.reducer.overlap = cfg.zero_optimization.overlap_comm;
+  parallel::DataParallelEngine engine(dp, model, store, trainer, eo);
+  auto next_batch = [&](std::int32_t* in, std::int32_t* tgt) { sampler.next(in, tgt); };
 
+  if (lead) {
+  std::printf("world: %d ranks (dp %d x tp %d x pp %d) over %s\n", world.group().size(),
+              grid.dp_size(), grid.tp_size(), grid.pp_size(), std::string(world.group().transport()).c_str());
   std::printf("model: GPT %d layers, %d heads, d=%d, T=%d, vocab %d: %lld parameters (%s)\n",
               gc.n_layer, gc.n_head, gc.n_embd, T, gc.vocab_size,
               static_cast<long long>(store.total_numel()), train::precision_name(prec));
-  std::printf("batch: %d micro x %d accumulation = %lld sequences (%lld tokens) per step; %d threads\n",
-              micro, accum, static_cast<long long>(cfg.train_batch_size),
+  std::printf("batch: %d micro x %d accumulation x %d dp = %lld sequences (%lld tokens) per step; %d threads\n",
+              micro, accum, grid.dp_size(), static_cast<long long>(cfg.train_batch_size),
               static_cast<long long>(cfg.train_batch_size) * T, cpu::num_threads());
-  std::printf("memory after set-up:\n%s", ledger.report().c_str());
+  std::printf("memory after set-up (rank 0):\n%s", ledger.report().c_str());
   std::fflush(stdout);
+  }
 
   std::ofstream metrics;
-  if (!a.metrics.empty()) {
+  if (!a.metrics.empty() && lead) {
     metrics.open(a.metrics);
     if (!metrics) user_fail("train_gpt", "cannot write metrics file {}", a.metrics);
   }
 
-  std::vector<std::int32_t> in(static_cast<std::size_t>(micro) * T), tgt(in.size());
-  nn::Context ctx;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto last = t0;
   std::int64_t tokens_since = 0;
   for (std::int64_t step = 1; step <= steps; ++step) {
     ledger.reset_peaks();
-    double loss = 0;
-    for (int m = 0; m < accum; ++m) {
-      sampler.next(in.data(), tgt.data());
-      loss += model.forward(ctx, in.data(), tgt.data(), micro, T);
-      model.backward(ctx, trainer.loss_scale() / static_cast<float>(accum));
-    }
+    const parallel::EngineStep es = engine.train_step(next_batch);
     examples::StepReport r;
-    r.result = trainer.step();
+    r.result = es.result;
     r.step = step;
     r.total = steps;
-    r.loss = loss / accum;
+    r.loss = es.loss;
     r.fp16 = prec == train::Precision::fp16;
-    r.peak_device = ledger.peak(Tier::device);
-    tokens_since += static_cast<std::int64_t>(accum) * micro * T;
+    // Peak device bytes of the step, max over ranks.
+    r.peak_device = static_cast<std::uint64_t>(
+        engine.max_over_dp(static_cast<double>(ledger.peak(Tier::device))));
+    tokens_since += static_cast<std::int64_t>(accum) * micro * T * grid.dp_size();
     const auto now = clock::now();
     r.elapsed_s = std::chrono::duration<double>(now - t0).count();
     r.eta_s = r.elapsed_s / static_cast<double>(step) * static_cast<double>(steps - step);
     const bool eval_now = valid_file && cfg.strata.eval.interval > 0 &&
                           (step % cfg.strata.eval.interval == 0 || step == steps);
-    if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters);
+    if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp);
     const bool print = step == 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
-    if (print) {
+    if (print && lead) {
       r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
       std::printf("%s\n", examples::progress_line(r).c_str());
       std::fflush(stdout);
     }
     if (metrics.is_open()) {
-      if (!print) r.tokens_per_s = static_cast<double>(accum) * micro * T /
+      if (!print) r.tokens_per_s = static_cast<double>(accum) * micro * T * grid.dp_size() /
                                    std::max(1e-9, std::chrono::duration<double>(now - last).count());
       metrics << examples::metrics_json(r, ledger.snapshot()) << "\n";
       metrics.flush();
@@ -153,9 +178,9 @@ int run(const Args& a) {
       tokens_since = 0;
     }
   }
-  std::printf("peak memory:\n%s", ledger.report().c_str());
+  if (lead) std::printf("peak memory (rank 0):\n%s", ledger.report().c_str());
 
-  if (cfg.strata.sample.tokens > 0) {
+  if (cfg.strata.sample.tokens > 0 && lead) {
     nn::SampleOptions so;
     so.max_new_tokens = static_cast<int>(cfg.strata.sample.tokens);
     so.temperature = static_cast<float>(cfg.strata.sample.temperature);
