@@ -1,14 +1,37 @@
 #include "framework/nn/param_store.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "framework/core/convert.hpp"
 
 namespace strata::nn {
 
+namespace {
+
+// Points each parameter's view (value or grad) into the full flat buffer.
+void point_views(const UnitLayout& l, const Tensor& full, bool grads) {
+  for (std::size_t i = 0; i < l.params.size(); ++i) {
+    Parameter* p = l.params[i];
+    const std::int64_t n = p->shape.numel();
+    Tensor v = full.defined() ? full.slice(0, l.offsets[i], l.offsets[i] + n).view(p->shape) : Tensor();
+    (grads ? p->grad : p->value) = v;
+  }
+}
+
+}  // namespace
+
 ParamStore::ParamStore(std::vector<std::vector<Parameter*>> units, const ParamStoreOptions& opts)
     : opts_(opts) {
-  STRATA_CHECK(opts.pad_multiple >= 1, "nn", "pad_multiple must be >= 1, got {}", opts.pad_multiple);
+  STRATA_CHECK(opts.pad_multiple >= 1 && opts.shard_count >= 1 && opts.shard_index >= 0 &&
+                   opts.shard_index < opts.shard_count,
+               "nn", "bad partition: pad_multiple {}, shard {} of {}", opts.pad_multiple,
+               opts.shard_index, opts.shard_count);
+  // Pad to a common multiple of pad_multiple and shard_count.
+  std::int64_t mult = opts.pad_multiple;
+  while (mult % opts.shard_count != 0) mult += opts.pad_multiple;
+  const TensorOptions pmem = opts.memory.with(Category::params);
+  const TensorOptions gmem = opts.memory.with(Category::grads);
   for (auto& unit : units) {
     UnitLayout l;
     l.params = unit;
@@ -16,39 +39,88 @@ ParamStore::ParamStore(std::vector<std::vector<Parameter*>> units, const ParamSt
       l.offsets.push_back(l.numel);
       l.numel += p->shape.numel();
     }
-    l.padded = (l.numel + opts.pad_multiple - 1) / opts.pad_multiple * opts.pad_multiple;
-    Tensor v = Tensor::zeros(Shape{l.padded}, opts.param_dtype, opts.memory.with(Category::params));
-    Tensor g = Tensor::zeros(Shape{l.padded}, opts.grad_dtype, opts.memory.with(Category::grads));
-    for (std::size_t i = 0; i < unit.size(); ++i) {
-      Parameter* p = unit[i];
-      const std::int64_t n = p->shape.numel();
-      p->value = v.slice(0, l.offsets[i], l.offsets[i] + n).view(p->shape);
-      p->grad = g.slice(0, l.offsets[i], l.offsets[i] + n).view(p->shape);
-    }
+    l.padded = (l.numel + mult - 1) / mult * mult;
+    std::tie(l.lo, l.hi) = shard_range(l.padded, opts.shard_count, opts.shard_index);
+    Tensor v, g, vs, gs;
+    if (opts.shard_values) vs = Tensor::zeros(Shape{l.hi - l.lo}, opts.param_dtype, pmem);
+    else v = Tensor::zeros(Shape{l.padded}, opts.param_dtype, pmem);
+    if (opts.shard_grads) gs = Tensor::zeros(Shape{l.hi - l.lo}, opts.grad_dtype, gmem);
+    else g = Tensor::zeros(Shape{l.padded}, opts.grad_dtype, gmem);
+    point_views(l, v, false);
+    point_views(l, g, true);
     layouts_.push_back(std::move(l));
     values_.push_back(std::move(v));
     grads_.push_back(std::move(g));
+    value_shards_.push_back(std::move(vs));
+    grad_shards_.push_back(std::move(gs));
   }
+}
+
+Tensor ParamStore::value_shard(std::size_t u) const {
+  if (opts_.shard_values) return value_shards_[u];
+  return values_[u].slice(0, layouts_[u].lo, layouts_[u].hi);
+}
+
+Tensor ParamStore::grad_shard(std::size_t u) const {
+  if (opts_.shard_grads) return grad_shards_[u];
+  return grads_[u].slice(0, layouts_[u].lo, layouts_[u].hi);
+}
+
+void ParamStore::bind_values(std::size_t u, const Tensor& full) {
+  STRATA_CHECK(full.numel() == layouts_[u].padded && full.dtype() == opts_.param_dtype, "nn",
+               "unit {}: bound values {} {} do not match the padded size {}", u,
+               dtype_name(full.dtype()), full.shape().str(), layouts_[u].padded);
+  values_[u] = full;
+  point_views(layouts_[u], full, false);
+}
+
+void ParamStore::unbind_values(std::size_t u) {
+  STRATA_CHECK(opts_.shard_values, "nn", "unit {}: values are not sharded, cannot unbind", u);
+  values_[u] = {};
+  point_views(layouts_[u], Tensor(), false);
+}
+
+void ParamStore::bind_grads(std::size_t u, const Tensor& full) {
+  STRATA_CHECK(full.numel() == layouts_[u].padded && full.dtype() == opts_.grad_dtype, "nn",
+               "unit {}: bound gradients {} {} do not match the padded size {}", u,
+               dtype_name(full.dtype()), full.shape().str(), layouts_[u].padded);
+  grads_[u] = full;
+  point_views(layouts_[u], full, true);
+}
+
+void ParamStore::unbind_grads(std::size_t u) {
+  STRATA_CHECK(opts_.shard_grads, "nn", "unit {}: gradients are not sharded, cannot unbind", u);
+  grads_[u] = {};
+  point_views(layouts_[u], Tensor(), true);
 }
 
 void ParamStore::initialize(std::uint64_t seed) {
   std::vector<float> tmp;
-  for (auto& l : layouts_) {
-    for (auto* p : l.params) {
-      const auto n = static_cast<std::size_t>(p->shape.numel());
-      if (p->value.dtype() == DType::f32) {
-        init_values(*p, seed, 0, p->value.data<float>(), n);
-      } else {
-        tmp.resize(n);
-        init_values(*p, seed, 0, tmp.data(), n);
-        convert(tmp.data(), DType::f32, p->value.raw(), p->value.dtype(), n);
-      }
+  for (std::size_t u = 0; u < layouts_.size(); ++u) {
+    const UnitLayout& l = layouts_[u];
+    // Stored range: the whole unit, or only the owned slice.
+    const std::int64_t lo = opts_.shard_values ? l.lo : 0;
+    const std::int64_t hi = opts_.shard_values ? l.hi : l.padded;
+    Tensor dst = opts_.shard_values ? value_shards_[u] : values_[u];
+    for (std::size_t i = 0; i < l.params.size(); ++i) {
+      const std::int64_t a = std::max(lo, l.offsets[i]);
+      const std::int64_t b = std::min(hi, l.offsets[i] + l.params[i]->shape.numel());
+      if (a >= b) continue;
+      const auto n = static_cast<std::size_t>(b - a);
+      tmp.resize(n);
+      init_values(*l.params[i], seed, static_cast<std::uint64_t>(a - l.offsets[i]), tmp.data(), n);
+      convert(tmp.data(), DType::f32,
+              static_cast<char*>(dst.raw()) + (a - lo) * static_cast<std::int64_t>(dtype_size(dst.dtype())),
+              dst.dtype(), n);
     }
   }
 }
 
 void ParamStore::zero_grads() {
-  for (auto& g : grads_) g.zero();
+  for (std::size_t u = 0; u < layouts_.size(); ++u) {
+    if (opts_.shard_grads) grad_shards_[u].zero();
+    if (grads_[u].defined()) grads_[u].zero();
+  }
 }
 
 std::int64_t ParamStore::total_numel() const {

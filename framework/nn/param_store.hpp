@@ -1,9 +1,13 @@
 // ParamStore: materialises declared parameters as views into one flat buffer per unit (one for
-// values, one for gradients), padded to a multiple of `pad_multiple` elements so the buffer
-// splits evenly over data-parallel ranks. Initialises them from the counter-based generator.
+// values, one for gradients), padded to a multiple of the shard count so the buffer splits
+// evenly. Shard i of n owns elements [i*padded/n, (i+1)*padded/n) of every unit — the one
+// partition rule that ZeRO stages and checkpoints share. With shard_values (ZeRO-3) or
+// shard_grads (ZeRO-2) only the owned slice is stored; the engine binds full, transient buffers
+// around each use. Initialisation is a pure function of (seed, name, element index).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "framework/nn/parameter.hpp"
@@ -15,37 +19,64 @@ struct UnitLayout {
   std::vector<std::int64_t> offsets;  // element offset of each parameter in the flat buffer
   std::int64_t numel = 0;             // sum of parameter sizes
   std::int64_t padded = 0;            // numel rounded up to a multiple of pad_multiple
+  std::int64_t lo = 0, hi = 0;        // the owned range [lo, hi) of the padded buffer
 };
 
 struct ParamStoreOptions {
   DType param_dtype = DType::f32;
   DType grad_dtype = DType::f32;
-  int pad_multiple = 1;
+  int pad_multiple = 1;    // rounded up to a multiple of shard_count
   TensorOptions memory{};  // device/tier/ledger; categories are set per buffer
+  int shard_count = 1;
+  int shard_index = 0;
+  bool shard_values = false;  // store only the owned slice of parameter values
+  bool shard_grads = false;   // store only the owned slice of gradients
 };
 
 class ParamStore {
  public:
   ParamStore(std::vector<std::vector<Parameter*>> units, const ParamStoreOptions& opts);
 
-  // Writes every parameter's initial value: a pure function of (seed, name, element index).
+  // Writes the initial value of every stored element.
   void initialize(std::uint64_t seed);
+  // Zeroes the stored gradients (the owned slices when sharded).
   void zero_grads();
 
   std::size_t num_units() const { return layouts_.size(); }
   const UnitLayout& layout(std::size_t u) const { return layouts_[u]; }
+  const ParamStoreOptions& options() const { return opts_; }
+
+  // The full flat buffers (undefined for a sharded kind unless bound).
   const Tensor& values(std::size_t u) const { return values_[u]; }
   const Tensor& grads(std::size_t u) const { return grads_[u]; }
+  // The owned slices [lo, hi) of the unit's values and gradients (views).
+  Tensor value_shard(std::size_t u) const;
+  Tensor grad_shard(std::size_t u) const;
+
+  // Points the unit's parameters at a full flat buffer (size padded) of values / gradients; used
+  // for gathered ZeRO-3 parameters and transient ZeRO-2 gradient buffers. unbind_* undoes it
+  // (the parameters' value/grad become undefined) and drops the store's reference.
+  void bind_values(std::size_t u, const Tensor& full);
+  void unbind_values(std::size_t u);
+  void bind_grads(std::size_t u, const Tensor& full);
+  void unbind_grads(std::size_t u);
+  bool values_bound(std::size_t u) const { return values_[u].defined(); }
+
   std::int64_t total_numel() const;
-  const ParamStoreOptions& options() const { return opts_; }
-  // Every parameter, in unit order.
   std::vector<Parameter*> parameters() const;
   Parameter* find(const std::string& name) const;
 
  private:
   ParamStoreOptions opts_;
   std::vector<UnitLayout> layouts_;
-  std::vector<Tensor> values_, grads_;
+  std::vector<Tensor> values_, grads_;             // full buffers (bound or owned)
+  std::vector<Tensor> value_shards_, grad_shards_;  // owned slices when sharded
 };
+
+// The owned range [lo, hi) of shard `index` of `count` in a buffer of `padded` elements.
+inline std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t padded, int count, int index) {
+  const std::int64_t per = padded / count;
+  return {per * index, per * (index + 1)};
+}
 
 }  // namespace strata::nn

@@ -1,5 +1,6 @@
 #include "framework/train/trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/backend/cpu/kernels.hpp"
@@ -17,7 +18,8 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
-Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts) : store_(store), opts_(opts) {
+Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions)
+    : store_(store), opts_(opts), red_(std::move(reductions)) {
   const double base_lr = opts.optimizer == OptimizerKind::adamw ? opts.adamw.lr : opts.sgd.lr;
   if (opts.optimizer == OptimizerKind::adamw) optim::validate(opts.adamw);
   else optim::validate(opts.sgd);
@@ -31,10 +33,10 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts) : store_(sto
   const TensorOptions mem = store.options().memory.with(Category::optimizer);
   for (std::size_t u = 0; u < store.num_units(); ++u) {
     UnitState s;
-    const Shape shape{store.layout(u).padded};
+    const Shape shape{store.layout(u).hi - store.layout(u).lo};
     if (pd != DType::f32) {
       s.master = Tensor::empty(shape, DType::f32, mem);
-      s.master.copy_from(store.values(u));
+      s.master.copy_from(store.value_shard(u));
     }
     s.m = Tensor::zeros(shape, DType::f32, mem);
     if (opts.optimizer == OptimizerKind::adamw) s.v = Tensor::zeros(shape, DType::f32, mem);
@@ -46,9 +48,20 @@ float Trainer::loss_scale() const { return scaler_ ? static_cast<float>(scaler_-
 
 double Trainer::current_lr() const { return schedule_->lr_for_update(updates_ + 1); }
 
+Tensor Trainer::master_shard(std::size_t u) const {
+  return state_[u].master.defined() ? state_[u].master : store_.value_shard(u);
+}
+
+namespace {
+// Elements of the owned slice that hold parameters (the padded tail holds none).
+std::size_t owned_numel(const nn::UnitLayout& l) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(0, std::min(l.hi, l.numel) - l.lo));
+}
+}  // namespace
+
 double Trainer::grad_sum_squares(std::size_t u) const {
-  const Tensor& g = store_.grads(u);
-  const auto n = static_cast<std::size_t>(store_.layout(u).numel);
+  const Tensor g = store_.grad_shard(u);
+  const auto n = owned_numel(store_.layout(u));
   if (g.dtype() == DType::f32) return cpu::sum_squares(g.data<float>(), n);
   // 16-bit gradients: widen in fixed-size chunks (fixed order → deterministic).
   constexpr std::size_t kChunk = 1 << 16;
@@ -63,15 +76,16 @@ double Trainer::grad_sum_squares(std::size_t u) const {
 }
 
 bool Trainer::grads_overflow() const {
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    const Tensor& g = store_.grads(u);
-    const auto n = static_cast<std::size_t>(store_.layout(u).numel);
+  bool any = false;
+  for (std::size_t u = 0; u < store_.num_units() && !any; ++u) {
+    const Tensor g = store_.grad_shard(u);
+    const auto n = owned_numel(store_.layout(u));
     const bool bad = g.dtype() == DType::f32
                          ? precision::has_inf_or_nan(g.data<float>(), n)
                          : precision::has_inf_or_nan(static_cast<const std::uint16_t*>(g.raw()), n, g.dtype());
-    if (bad) return true;
+    any = any || bad;
   }
-  return false;
+  return red_.any(any);
 }
 
 StepResult Trainer::step() {
@@ -87,6 +101,7 @@ StepResult Trainer::step() {
   }
   double ss = 0;
   for (std::size_t u = 0; u < store_.num_units(); ++u) ss += grad_sum_squares(u);
+  ss = red_.sum(ss);
   const double inv_scale = 1.0 / r.loss_scale;
   r.grad_norm = std::sqrt(ss) * inv_scale;
   double coef = 1.0;
@@ -102,21 +117,28 @@ StepResult Trainer::step() {
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     UnitState& s = state_[u];
-    float* master = pd == DType::f32 ? store_.values(u).data<float>() : s.master.data<float>();
-    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(store_.values(u).raw());
-    const Tensor& g = store_.grads(u);
+    const Tensor vshard = store_.value_shard(u);
+    float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
+    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
+    const Tensor g = store_.grad_shard(u);
+    const std::size_t owned = owned_numel(l);
     Tensor g32;  // widened 16-bit gradients
     const float* grad;
     if (g.dtype() == DType::f32) {
       grad = g.data<float>();
     } else {
-      g32 = Tensor::empty(Shape{l.numel}, DType::f32, store_.options().memory.with(Category::workspace));
-      convert(g.raw(), g.dtype(), g32.raw(), DType::f32, static_cast<std::size_t>(l.numel));
+      g32 = Tensor::empty(Shape{static_cast<std::int64_t>(owned)}, DType::f32,
+                          store_.options().memory.with(Category::workspace));
+      convert(g.raw(), g.dtype(), g32.raw(), DType::f32, owned);
       grad = g32.data<float>();
     }
     for (std::size_t i = 0; i < l.params.size(); ++i) {
-      const std::int64_t off = l.offsets[i];
-      const auto n = static_cast<std::size_t>(l.params[i]->shape.numel());
+      // The part of parameter i inside the owned range, as offsets into the owned slice.
+      const std::int64_t a = std::max(l.lo, l.offsets[i]);
+      const std::int64_t b = std::min(l.hi, l.offsets[i] + l.params[i]->shape.numel());
+      if (a >= b) continue;
+      const std::int64_t off = a - l.lo;
+      const auto n = static_cast<std::size_t>(b - a);
       // Weight decay only on parameters with >= 2 dims (declared `decay`).
       const bool decay = l.params[i]->decay;
       if (opts_.optimizer == OptimizerKind::adamw) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,9 +38,19 @@ struct StepResult {
   double loss_scale = 1.0;  // scale that was in force for this step's backward passes
 };
 
+// How the trainer combines per-shard numbers when each process owns only a slice of every unit
+// (ZeRO): the sum of squares for the global gradient norm, and "did any shard overflow". The
+// defaults are for a trainer that owns everything. framework/ knows nothing of ranks: the
+// parallel engine supplies collectives here.
+struct ShardReductions {
+  std::function<double(double)> sum = [](double v) { return v; };
+  std::function<bool(bool)> any = [](bool b) { return b; };
+};
+
 class Trainer {
  public:
-  Trainer(nn::ParamStore& store, const TrainerOptions& opts);
+  // Updates the owned slice [lo, hi) of every unit of `store` (all of it without sharding).
+  Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions = {});
 
   // The factor backward passes multiply d(loss) by (loss scale for fp16, else 1).
   float loss_scale() const;
@@ -51,11 +62,19 @@ class Trainer {
   double current_lr() const;
   const TrainerOptions& options() const { return opts_; }
 
- private:
+  // Optimizer state of the owned slice of each unit (for checkpoints and memory reports).
   struct UnitState {
-    Tensor master;  // f32 copy of the parameters when they are 16-bit (else undefined)
-    Tensor m, v;    // AdamW moments, or SGD momentum in m
+    Tensor master;  // f32 copy of the owned parameters when they are 16-bit (else undefined)
+    Tensor m, v;    // AdamW moments, or SGD momentum in m (v undefined)
   };
+  const UnitState& unit_state(std::size_t u) const { return state_[u]; }
+  UnitState& unit_state(std::size_t u) { return state_[u]; }
+  // The f32 master values of the owned slice: the master copy, or the parameters themselves.
+  Tensor master_shard(std::size_t u) const;
+  precision::LossScaler* scaler() const { return scaler_.get(); }
+  void set_updates(std::int64_t n) { updates_ = n; }
+
+ private:
   double grad_sum_squares(std::size_t unit) const;
   bool grads_overflow() const;
 
@@ -63,6 +82,7 @@ class Trainer {
   TrainerOptions opts_;
   std::unique_ptr<optim::LRSchedule> schedule_;
   std::unique_ptr<precision::LossScaler> scaler_;
+  ShardReductions red_;
   std::vector<UnitState> state_;
   std::int64_t updates_ = 0;
 };
