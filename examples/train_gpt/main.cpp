@@ -36,12 +36,10 @@ struct Args {
 
 // Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks.
 double evaluate(nn::Gpt& model, const data::TokenFile& file, int T, int micro,
-                std::int64_t iters, const parallel::Group& dp) {
+                std::int64_t iters, const parallel::Group& dp, nn::Context ctx) {
   data::EvalSampler ev(file, T, micro, dp.size(), dp.rank(),
                        static_cast<std::uint64_t>(iters * micro * dp.size()));
   std::vector<std::int32_t> in(static_cast<std::size_t>(micro) * T), tgt(in.size());
-  nn::Context ctx;
-  ctx.grad_enabled = false;
   Tensor acc = Tensor::zeros({2}, DType::f64, TensorOptions{}.with(Category::comm));
   double* a = acc.data<double>();
   while (!ev.done()) {
@@ -107,15 +105,23 @@ int run(const Args& a) {
   model.set_checkpointing(cfg.strata.activation_checkpointing);
   const train::Precision prec = train::precision_of(cfg);
   const DType pd = train::param_dtype(prec);
-  nn::ParamStore store(model.units(), nn::ParamStoreOptions{pd, pd, 1, {}});
-  store.initialize(cfg.strata.seed);
-  train::Trainer trainer(store, train::trainer_options(cfg));
+  const int stage = cfg.zero_optimization.stage;
+  nn::ParamStore store(model.units(), parallel::ZeroHooks::store_options(
+                                          nn::ParamStoreOptions{pd, pd, 1, {}}, stage, dp));
+  store.initialize(cfg.strata.seed);  // each rank initialises only what it stores
+  train::Trainer trainer(store, train::trainer_options(cfg),
+                         stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{});
   parallel::EngineOptions eo;
   eo.micro_batch = micro;
   eo.accumulation = accum;
   eo.seq_len = T;
-  eo.reducer.bucket_elements = cfg.zero_optimization.reduce_bucket_size;
-  eo.reducer.overlap = cfg.zero_optimization.overlap_comm;
+  const auto& z = cfg.zero_optimization;
+  eo.zero.stage = stage;
+  eo.zero.bucket_elements = z.reduce_bucket_size;
+  eo.zero.overlap = z.overlap_comm;
+  eo.zero.prefetch_elements = z.stage3_prefetch_bucket_size;
+  eo.zero.max_live_elements = z.stage3_max_live_parameters;
+  eo.zero.persistence_threshold = z.stage3_param_persistence_threshold;
   parallel::DataParallelEngine engine(dp, model, store, trainer, eo);
   auto next_batch = [&](std::int32_t* in, std::int32_t* tgt) { sampler.next(in, tgt); };
 
@@ -160,7 +166,8 @@ int run(const Args& a) {
     r.eta_s = r.elapsed_s / static_cast<double>(step) * static_cast<double>(steps - step);
     const bool eval_now = valid_file && cfg.strata.eval.interval > 0 &&
                           (step % cfg.strata.eval.interval == 0 || step == steps);
-    if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp);
+    if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp,
+                                   engine.eval_context());
     const bool print = step == 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
     if (print && lead) {
       r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
@@ -180,19 +187,20 @@ int run(const Args& a) {
   }
   if (lead) std::printf("peak memory (rank 0):\n%s", ledger.report().c_str());
 
-  if (cfg.strata.sample.tokens > 0 && lead) {
+  // Every rank samples (ZeRO-3 gathers parameters collectively); rank 0 prints.
+  if (cfg.strata.sample.tokens > 0) {
     nn::SampleOptions so;
     so.max_new_tokens = static_cast<int>(cfg.strata.sample.tokens);
     so.temperature = static_cast<float>(cfg.strata.sample.temperature);
     so.top_k = static_cast<int>(cfg.strata.sample.top_k);
     Philox rng(cfg.strata.seed, 0);
-    nn::Context sctx;
-    sctx.grad_enabled = false;
+    nn::Context sctx = engine.eval_context();
     std::vector<std::int32_t> prompt{'\n'};
     if (prompt[0] >= gc.vocab_size) prompt[0] = 0;
     auto out = nn::generate(model, sctx, prompt, so, rng);
-    std::printf("sample (temperature %.2f, top-k %d):\n%s\n", so.temperature, so.top_k,
-                gc.vocab_size == 256 ? decode_bytes(out).c_str() : "(token ids; vocab is not bytes)");
+    if (lead)
+      std::printf("sample (temperature %.2f, top-k %d):\n%s\n", so.temperature, so.top_k,
+                  gc.vocab_size == 256 ? decode_bytes(out).c_str() : "(token ids; vocab is not bytes)");
   }
   return 0;
 }

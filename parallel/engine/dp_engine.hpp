@@ -1,13 +1,14 @@
-// DataParallelEngine: one optimizer step of data-parallel training — accumulate micro-batches
-// (gradients reduced over dp only on the last one, bucket by bucket as backward produces them),
-// then the Trainer's update. Every dp rank ends the step with identical parameters.
+// DataParallelEngine: one optimizer step of data-parallel training at a ZeRO stage — accumulate
+// micro-batches (gradients reduced over dp as backward produces them; see ZeroHooks), then the
+// Trainer's update of the owned slices and the parameter all-gather. Every dp rank ends the step
+// with the same parameters.
 #pragma once
 
 #include <functional>
 
 #include "framework/nn/gpt.hpp"
 #include "framework/train/trainer.hpp"
-#include "parallel/dp/grad_reducer.hpp"
+#include "parallel/zero/zero_hooks.hpp"
 
 namespace strata::parallel {
 
@@ -15,8 +16,11 @@ struct EngineOptions {
   int micro_batch = 1;
   int accumulation = 1;
   int seq_len = 1;
-  ReducerOptions reducer;
+  ZeroOptions zero;
 };
+
+// Cross-rank sums and "any" for a Trainer whose store is sharded over dp (ZeRO stage >= 1).
+train::ShardReductions dp_reductions(const Group& dp);
 
 struct EngineStep {
   double loss = 0;        // mean over the micro-batches and the dp ranks
@@ -33,7 +37,9 @@ class DataParallelEngine {
 
   EngineStep train_step(const NextBatch& next_batch);
   const Group& dp() const { return dp_; }
-  const GradReducer& reducer() const { return reducer_; }
+  const ZeroHooks& zero() const { return hooks_; }
+  // A context for evaluation or sampling (nothing saved; ZeRO-3 gathers still happen).
+  nn::Context eval_context() const;
   // Mean of a value over dp ranks (e.g. a validation loss), max for peaks.
   double mean_over_dp(double v) const;
   double max_over_dp(double v) const;
@@ -43,7 +49,7 @@ class DataParallelEngine {
   nn::Gpt& model_;
   train::Trainer& trainer_;
   EngineOptions opts_;
-  GradReducer reducer_;
+  ZeroHooks hooks_;
   nn::Context ctx_;
   std::vector<std::int32_t> in_, tgt_;
 };

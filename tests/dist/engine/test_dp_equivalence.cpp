@@ -36,6 +36,16 @@ void global_row(std::int64_t key, int T, int V, std::int32_t* in, std::int32_t* 
   }
 }
 
+parallel::EngineOptions engine_options(int micro, int accum, int T, std::int64_t bucket, bool overlap) {
+  parallel::EngineOptions e;
+  e.micro_batch = micro;
+  e.accumulation = accum;
+  e.seq_len = T;
+  e.zero.bucket_elements = bucket;
+  e.zero.overlap = overlap;
+  return e;
+}
+
 struct Replica {
   nn::Gpt gpt;
   nn::ParamStore store;
@@ -46,9 +56,7 @@ struct Replica {
       : gpt(c),
         store(gpt.units(), nn::ParamStoreOptions{DType::f32, DType::f32, 1, {}}),
         trainer((store.initialize(5), store), o),  // initialise before the trainer copies values
-        engine(dp, gpt, store, trainer,
-               parallel::EngineOptions{micro, accum, c.block_size,
-                                       parallel::ReducerOptions{bucket, overlap}}) {
+        engine(dp, gpt, store, trainer, engine_options(micro, accum, c.block_size, bucket, overlap)) {
     gpt.set_checkpointing(true);
   }
   std::vector<float> weights() {
@@ -116,9 +124,9 @@ void run_equivalence(train::OptimizerKind kind, bool overlap) {
   const auto wa = dp.weights(), wr = ref.weights();
   const double l2 = rel_l2(wa, wr), mx = rel_max(wa, wr);
   if (world.rank() == 0)
-    std::printf("np=%d %s overlap=%d: worst loss rel %.2e, weights rel L2 %.2e, rel max %.2e, %llu buckets\n",
+    std::printf("np=%d %s overlap=%d: worst loss rel %.2e, weights rel L2 %.2e, rel max %.2e, %llu bytes all-reduced\n",
                 N, kind == train::OptimizerKind::adamw ? "AdamW" : "SGD", overlap, worst_loss, l2, mx,
-                static_cast<unsigned long long>(dp.engine.reducer().buckets_launched()));
+                static_cast<unsigned long long>(dp.engine.zero().volume().all_reduce));
   // Losses agree within 1e-6 (measured ~4e-9). Weights: SGD within 1e-6 element-wise (measured
   // ~1e-7). AdamW divides by sqrt(v): round-off from the different summation order (per-rank
   // partial sums + all-reduce vs one sum) in near-zero gradients becomes O(lr * g/eps) weight

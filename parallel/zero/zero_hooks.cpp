@@ -1,0 +1,217 @@
+#include "parallel/zero/zero_hooks.hpp"
+
+#include <algorithm>
+
+#include "framework/backend/cpu/kernels.hpp"
+#include "framework/core/convert.hpp"
+
+namespace strata::parallel {
+
+double CommVolume::ring_bytes_sent(int n) const {
+  const double f = n > 1 ? static_cast<double>(n - 1) / n : 0.0;
+  return f * (2.0 * static_cast<double>(all_reduce) + static_cast<double>(reduce_scatter) +
+              static_cast<double>(all_gather));
+}
+
+nn::ParamStoreOptions ZeroHooks::store_options(nn::ParamStoreOptions o, int stage, const Group& dp) {
+  if (stage < 0 || stage > 3)
+    user_fail("zero", "zero_optimization.stage {} is not a ZeRO stage (0, 1, 2 or 3)", stage);
+  o.shard_count = stage == 0 ? 1 : dp.size();
+  o.shard_index = stage == 0 ? 0 : dp.rank();
+  o.pad_multiple = std::max(o.pad_multiple, dp.size());  // every dp size works, padding tracked
+  o.shard_grads = stage >= 2;
+  o.shard_values = stage >= 3;
+  return o;
+}
+
+ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts)
+    : store_(store), dp_(std::move(dp)), opts_(opts), reduced_(store.num_units(), false),
+      gathered_(store.num_units()) {
+  STRATA_CHECK(opts.bucket_elements > 0, "zero", "reduce_bucket_size must be > 0, got {}",
+               opts.bucket_elements);
+  const auto& so = store.options();
+  const int want_count = opts.stage == 0 ? 1 : dp_.size();
+  STRATA_CHECK(so.shard_count == want_count && so.shard_grads == (opts.stage >= 2) &&
+                   so.shard_values == (opts.stage >= 3),
+               "zero", "the parameter store was not built for ZeRO stage {} on {} ranks "
+               "(use ZeroHooks::store_options)", opts.stage, dp_.size());
+}
+
+ZeroHooks::~ZeroHooks() {
+  // Never leave a collective referring to freed buffers: wait, but do not throw from here.
+  for (auto& w : allreduce_inflight_) try { w.wait(); } catch (...) {}
+  for (auto& p : pending_) try { p.work.wait(); } catch (...) {}
+  for (auto& g : gathered_) try { g.work.wait(); } catch (...) {}
+}
+
+bool ZeroHooks::persistent(std::size_t u) const {
+  return store_.layout(u).padded <= opts_.persistence_threshold;
+}
+
+// ---- stage 3: gathering parameters ----
+
+void ZeroHooks::start_gather(std::size_t u) {
+  Gathered& g = gathered_[u];
+  const auto& l = store_.layout(u);
+  g.full = Tensor::empty(Shape{l.padded}, store_.options().param_dtype,
+                         store_.options().memory.with(Category::params));
+  g.work = dp_.all_gather(store_.value_shard(u), g.full);
+  g.ready = false;
+  live_elements_ += l.padded;
+  volume_.all_gather += g.full.nbytes();
+}
+
+void ZeroHooks::acquire(std::size_t u) {
+  Gathered& g = gathered_[u];
+  if (!g.full.defined()) start_gather(u);
+  if (!g.ready) {
+    g.work.wait();
+    g.ready = true;
+    store_.bind_values(u, g.full);
+  }
+  ++g.uses;
+}
+
+void ZeroHooks::release(std::size_t u) {
+  Gathered& g = gathered_[u];
+  if (g.uses > 0) --g.uses;
+  if (g.uses > 0 || persistent(u)) return;
+  g.work.wait();
+  store_.unbind_values(u);
+  live_elements_ -= store_.layout(u).padded;
+  g = Gathered{};
+}
+
+void ZeroHooks::prefetch(std::size_t u) {
+  if (u >= gathered_.size() || gathered_[u].full.defined()) return;
+  const std::int64_t n = store_.layout(u).padded;
+  if (n > opts_.prefetch_elements || live_elements_ + n > opts_.max_live_elements) return;
+  start_gather(u);
+}
+
+// ---- gradient reductions ----
+
+void ZeroHooks::launch_unit_reduction(std::size_t u) {
+  if (reduced_[u]) return;
+  reduced_[u] = true;
+  const auto& l = store_.layout(u);
+  if (opts_.stage == 0) {
+    const Tensor& g = store_.grads(u);
+    for (std::int64_t lo = 0; lo < l.numel; lo += opts_.bucket_elements) {
+      const std::int64_t hi = std::min(l.numel, lo + opts_.bucket_elements);
+      Tensor bucket = g.slice(0, lo, hi);
+      allreduce_inflight_.push_back(dp_.all_reduce(bucket, ReduceOp::avg));
+      volume_.all_reduce += bucket.nbytes();
+    }
+    return;
+  }
+  const Tensor full = store_.grads(u);
+  STRATA_CHECK(full.defined(), "zero", "unit {} has no gradient buffer to reduce", u);
+  Tensor out = Tensor::empty(Shape{l.hi - l.lo}, full.dtype(),
+                             store_.options().memory.with(Category::comm));
+  Work w = dp_.reduce_scatter(full, out, ReduceOp::avg);
+  volume_.reduce_scatter += full.nbytes();
+  pending_.push_back(PendingReduce{u, full, out, std::move(w)});
+  if (opts_.stage >= 2) store_.unbind_grads(u);  // the pending entry keeps it alive until done
+}
+
+void ZeroHooks::complete_reductions() {
+  for (auto& w : allreduce_inflight_) w.wait();
+  allreduce_inflight_.clear();
+  std::vector<float> a, b;
+  for (auto& p : pending_) {
+    p.work.wait();
+    Tensor shard = store_.grad_shard(p.unit);
+    const auto n = static_cast<std::size_t>(shard.numel());
+    if (opts_.stage == 1) {
+      shard.copy_from(p.out);  // the reduced owned slice replaces the local one
+    } else if (shard.dtype() == DType::f32) {
+      cpu::add_inplace(shard.data<float>(), p.out.data<float>(), n);  // accumulate micro-batches
+    } else {
+      a.resize(n);
+      b.resize(n);
+      convert(shard.raw(), shard.dtype(), a.data(), DType::f32, n);
+      convert(p.out.raw(), p.out.dtype(), b.data(), DType::f32, n);
+      cpu::add_inplace(a.data(), b.data(), n);
+      convert(a.data(), DType::f32, shard.raw(), shard.dtype(), n);
+    }
+  }
+  pending_.clear();
+}
+
+// ---- hooks ----
+
+void ZeroHooks::before_forward(int unit) {
+  if (opts_.stage < 3) return;
+  const auto u = static_cast<std::size_t>(unit);
+  acquire(u);
+  prefetch(u + 1);
+}
+
+void ZeroHooks::after_forward(int unit) {
+  if (opts_.stage >= 3) release(static_cast<std::size_t>(unit));
+}
+
+void ZeroHooks::before_backward(int unit) {
+  const auto u = static_cast<std::size_t>(unit);
+  if (opts_.stage >= 3) {
+    acquire(u);
+    // Backward visits the head (unit 0), then the last unit down to 1.
+    const std::size_t next = u == 0 ? store_.num_units() - 1 : u - 1;
+    if (next != u) prefetch(next);
+  }
+  if (opts_.stage >= 2 && !store_.grads(u).defined()) {
+    const auto& l = store_.layout(u);
+    store_.bind_grads(u, Tensor::zeros(Shape{l.padded}, store_.options().grad_dtype,
+                                       store_.options().memory.with(Category::grads)));
+  }
+}
+
+void ZeroHooks::after_backward(int unit) {
+  const auto u = static_cast<std::size_t>(unit);
+  const bool per_micro = opts_.stage >= 2;
+  if (opts_.overlap && (per_micro || sync_)) launch_unit_reduction(u);
+  if (opts_.stage >= 3) release(u);
+}
+
+void ZeroHooks::end_backward() {
+  if (opts_.stage < 2) return;
+  for (std::size_t u = 0; u < store_.num_units(); ++u)
+    if (store_.grads(u).defined()) launch_unit_reduction(u);
+  complete_reductions();
+  std::fill(reduced_.begin(), reduced_.end(), false);
+}
+
+void ZeroHooks::finish_gradients() {
+  if (opts_.stage >= 2) return;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) launch_unit_reduction(u);
+  complete_reductions();
+  std::fill(reduced_.begin(), reduced_.end(), false);
+}
+
+void ZeroHooks::after_step() {
+  if (opts_.stage == 1 || opts_.stage == 2) {
+    std::vector<Work> works;
+    std::vector<Tensor> keep;
+    for (std::size_t u = 0; u < store_.num_units(); ++u) {
+      const Tensor& full = store_.values(u);
+      // The owned slice lives inside the output: gather from a copy.
+      Tensor mine = store_.value_shard(u).clone(store_.options().memory.with(Category::comm));
+      works.push_back(dp_.all_gather(mine, full));
+      keep.push_back(std::move(mine));
+      volume_.all_gather += full.nbytes();
+    }
+    for (auto& w : works) w.wait();
+  } else if (opts_.stage == 3) {
+    for (std::size_t u = 0; u < gathered_.size(); ++u) {
+      if (!gathered_[u].full.defined()) continue;
+      gathered_[u].uses = 0;
+      gathered_[u].work.wait();
+      if (store_.values_bound(u)) store_.unbind_values(u);
+      live_elements_ -= store_.layout(u).padded;
+      gathered_[u] = Gathered{};
+    }
+  }
+}
+
+}  // namespace strata::parallel

@@ -1,0 +1,99 @@
+// ZeroHooks: the unit hooks that make a model data-parallel at ZeRO stage 0–3, all from one
+// partition rule (dp rank r owns [lo, hi) of every unit's padded flat buffer, ParamStore):
+//   0: gradients all-reduced (avg) in buckets after each unit's backward on the last micro-batch;
+//   1: gradients reduce-scattered per unit into the owned slice on the last micro-batch; the
+//      optimizer updates the slice; updated parameters all-gathered after the step;
+//   2: as 1, but gradients exist in full only transiently: a unit's full gradient buffer is
+//      allocated at its backward, reduce-scattered after it (every micro-batch) and freed;
+//   3: as 2, and parameters live only as slices: a unit is all-gathered before its forward and
+//      its backward (the next unit prefetched meanwhile), and released after use.
+// With overlap_comm the reductions of a unit start as soon as its backward is done.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/nn/context.hpp"
+#include "framework/nn/param_store.hpp"
+#include "parallel/comm/group.hpp"
+
+namespace strata::parallel {
+
+struct ZeroOptions {
+  int stage = 0;
+  std::int64_t bucket_elements = 500'000'000;    // reduce_bucket_size (stage 0 buckets)
+  bool overlap = true;                            // overlap_comm
+  std::int64_t prefetch_elements = 50'000'000;   // stage3_prefetch_bucket_size
+  std::int64_t max_live_elements = 1'000'000'000;  // stage3_max_live_parameters
+  std::int64_t persistence_threshold = 0;        // stage3_param_persistence_threshold
+};
+
+// Bytes this rank handed to each kind of collective (payload sizes, not wire bytes).
+struct CommVolume {
+  std::uint64_t all_reduce = 0, reduce_scatter = 0, all_gather = 0;
+  // Bytes sent per rank by ring algorithms: all-reduce 2(N-1)/N, reduce-scatter and all-gather
+  // (N-1)/N of the full buffer.
+  double ring_bytes_sent(int n) const;
+};
+
+class ZeroHooks : public nn::UnitHooks {
+ public:
+  ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts);
+  ~ZeroHooks() override;
+
+  // The ParamStore options a stage needs (sharding flags, shard index, padding).
+  static nn::ParamStoreOptions store_options(nn::ParamStoreOptions base, int stage, const Group& dp);
+
+  void set_sync(bool sync) { sync_ = sync; }  // true on the accumulation's last micro-batch
+  void before_forward(int unit) override;
+  void after_forward(int unit) override;
+  void before_backward(int unit) override;
+  void after_backward(int unit) override;
+
+  // After each micro-batch's backward: completes what must complete per micro-batch (stage 2/3
+  // reduce-scatters into the owned gradient slices).
+  void end_backward();
+  // After the last micro-batch: completes the step's gradient reductions (stage 0/1).
+  void finish_gradients();
+  // After the optimizer step: stage 1/2 all-gather the updated parameters; stage 3 drops any
+  // gathered copies (they are stale).
+  void after_step();
+
+  const CommVolume& volume() const { return volume_; }
+  int stage() const { return opts_.stage; }
+  const Group& dp() const { return dp_; }
+
+ private:
+  struct PendingReduce {
+    std::size_t unit;
+    Tensor full, out;  // keep the buffers alive until the collective completes
+    Work work;
+  };
+  struct Gathered {
+    Tensor full;
+    Work work;
+    bool ready = false;
+    int uses = 0;
+  };
+
+  void launch_unit_reduction(std::size_t u);
+  void complete_reductions();
+  void acquire(std::size_t u);
+  void release(std::size_t u);
+  void start_gather(std::size_t u);
+  void prefetch(std::size_t u);
+  bool persistent(std::size_t u) const;
+
+  nn::ParamStore& store_;
+  Group dp_;
+  ZeroOptions opts_;
+  bool sync_ = true;
+  std::vector<bool> reduced_;  // unit's reduction launched in this micro-batch/step
+  std::vector<Work> allreduce_inflight_;
+  std::vector<PendingReduce> pending_;
+  std::vector<Gathered> gathered_;
+  std::int64_t live_elements_ = 0;
+  CommVolume volume_;
+};
+
+}  // namespace strata::parallel
