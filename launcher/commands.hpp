@@ -3,8 +3,27 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 namespace strata::launcher {
 
-void add_data_command(CLI::App& app);  // cmd_data.cpp: strata data prepare|inspect
+void add_data_command(CLI::App& app);     // cmd_data.cpp: strata data prepare|inspect
+void add_ckpt_command(CLI::App& app);     // cmd_ckpt.cpp: strata ckpt inspect|verify|export|import
+void add_env_command(CLI::App& app);      // cmd_env.cpp: strata env (like DeepSpeed's ds_report)
+void add_config_command(CLI::App& app);   // cmd_config.cpp: strata config check|keys
+void add_version_command(CLI::App& app);  // cmd_version.cpp: strata version
+
+// "strata 0.1.0" (cmd_version.cpp; also `strata --version`).
+std::string version_line();
+
+// A dependency as this binary was built: compiled in or not, and the version CMake found.
+struct BuildFeature {
+  std::string name;
+  bool compiled;
+  std::string detail;
+};
+std::vector<BuildFeature> build_features();  // cmd_version.cpp
+std::string build_description();             // "Release, GCC 12.2.0, C++20"
 
 }  // namespace strata::launcher

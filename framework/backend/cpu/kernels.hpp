@@ -36,7 +36,7 @@ void layernorm_backward(const float* dy, const float* x, const float* w, const f
 
 // GELU, tanh approximation (PyTorch approximate='tanh').
 void gelu_forward(const float* x, float* y, std::size_t n);
-void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n);  // dx overwritten
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n);  // dx overwritten; may alias dy
 
 // Causal multi-head self-attention on a fused qkv[B,T,3C] (q, k, v each [B,T,NH,C/NH] within
 // the C-wide thirds, as nanoGPT's c_attn output split). out[B,T,C]. Saves lse[B,NH,T] (log-sum-exp

@@ -1,0 +1,206 @@
+// Thread-count-independent sgemm: Strata's AVX-512 kernel on packed B panels where available,
+// else output tiles of single-threaded OpenBLAS calls.
+#include "framework/backend/cpu/gemm.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "framework/backend/cpu/gemm_native.hpp"
+#include "framework/backend/cpu/isa.hpp"
+#include "framework/backend/cpu/parallel.hpp"
+
+namespace strata::cpu::detail {
+namespace {
+
+constexpr int kTileRows = 128;          // BLAS path: output rows per tile
+constexpr int kTargetTiles = 16;        // BLAS path: split columns too until about this many
+constexpr double kSerialFlops = 4.0e6;  // below this, one thread
+
+constexpr int kKc = 256;  // native path: k block (B panel of kc x 32 floats = 32 KiB)
+constexpr int kNc = 512;  // native path: columns packed at once (kc x nc = 512 KiB)
+constexpr int kMb = 96;   // native path: rows per task
+constexpr int kNb = 128;  // native path: columns per task (a multiple of kGemmPanel)
+
+int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
+int round_up(int a, int m) {
+  return ceil_div(a, m) * m;
+}
+
+// C = beta * C (+ bias) for the empty product.
+void scale_only(const Gemm& g, int m0, int m1, int n0, int n1) {
+  for (int i = m0; i < m1; ++i) {
+    float* c = g.C + static_cast<std::size_t>(i) * g.ldc;
+    for (int j = n0; j < n1; ++j) {
+      c[j] = (g.beta == 0.0f ? 0.0f : g.beta * c[j]) + (g.bias ? g.bias[j] : 0.0f);
+    }
+  }
+}
+
+struct AlignedFree {
+  void operator()(float* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+
+}  // namespace
+
+void pack_b_panel(const float* B, int ldb, bool trans_b, int kc, int n, int p, float* Bp,
+                  int bstride) {
+  float* dst = Bp + static_cast<std::size_t>(p) * bstride;
+  const int j0 = p * kGemmPanel;
+  const int w = std::min(kGemmPanel, n - j0);
+  if (!trans_b) {  // B(k, j) = B[k*ldb + j]
+    for (int k = 0; k < kc; ++k) {
+      float* d = dst + static_cast<std::size_t>(k) * kGemmPanel;
+      std::memcpy(d, B + static_cast<std::size_t>(k) * ldb + j0, sizeof(float) * w);
+      if (w < kGemmPanel) std::memset(d + w, 0, sizeof(float) * (kGemmPanel - w));
+    }
+    return;
+  }
+  // B(k, j) = B[j*ldb + k]: transpose up to 32 columns.
+  if (w < kGemmPanel) std::memset(dst, 0, sizeof(float) * kc * kGemmPanel);
+  for (int jj = 0; jj < w; ++jj) {
+    const float* src = B + static_cast<std::size_t>(j0 + jj) * ldb;
+    for (int k = 0; k < kc; ++k) dst[static_cast<std::size_t>(k) * kGemmPanel + jj] = src[k];
+  }
+}
+
+void pack_b(const float* B, int ldb, bool trans_b, int kc, int n, float* Bp, int bstride) {
+  for (int p = 0; p * kGemmPanel < n; ++p) pack_b_panel(B, ldb, trans_b, kc, n, p, Bp, bstride);
+}
+
+GemmBlockFn native_gemm_kernel() {
+  static const bool disabled = [] {
+    const char* e = std::getenv("STRATA_CPU_GEMM");
+    return e != nullptr && std::strcmp(e, "blas") == 0;
+  }();
+  if (disabled) return nullptr;
+  // The AVX-512 kernel goes with the AVX-512 row kernels (so tests forcing "avx2" or "generic"
+  // exercise the BLAS path).
+  if (std::strcmp(row_kernels().name, "avx512") != 0) return nullptr;
+  return gemm_block_avx512();
+}
+
+void gemm_native(const Gemm& g, GemmBlockFn kernel) {
+  if (g.M <= 0 || g.N <= 0) return;
+  if (g.K == 0 || g.alpha == 0.0f) {
+    parallel_chunks(g.M, 64, [&](std::int64_t m0, std::int64_t m1) {
+      scale_only(g, static_cast<int>(m0), static_cast<int>(m1), 0, g.N);
+    });
+    return;
+  }
+  const int kc_max = std::min(kKc, g.K);
+  const int nc_max = std::min(kNc, round_up(g.N, kGemmPanel));
+  // Two packed-B buffers: block p+1 is packed into one while late threads may still be reading
+  // block p from the other, so each k block needs a single barrier.
+  const std::size_t bp_size = static_cast<std::size_t>(kc_max) * nc_max;
+  std::unique_ptr<float[], AlignedFree> buf(static_cast<float*>(
+      ::operator new[](sizeof(float) * 2 * bp_size, std::align_val_t(64))));
+  const double flops = 2.0 * g.M * g.N * g.K;
+  const int max_tasks = ceil_div(g.M, kMb) * ceil_div(std::min(g.N, kNc), kNb);
+  const int nt = flops < kSerialFlops ? 1 : team_size(max_tasks);
+
+#pragma omp parallel num_threads(nt)
+  {
+    int phase = 0;
+    for (int jc = 0; jc < g.N; jc += kNc) {
+      const int nc = std::min(kNc, g.N - jc);
+      const int panels = ceil_div(nc, kGemmPanel);
+      for (int pc = 0; pc < g.K; pc += kKc, ++phase) {
+        const int kc = std::min(kKc, g.K - pc);
+        float* Bp = buf.get() + (phase % 2) * bp_size;
+        // op(B) at (pc, jc).
+        const float* B = g.trans_b ? g.B + static_cast<std::size_t>(jc) * g.ldb + pc
+                                   : g.B + static_cast<std::size_t>(pc) * g.ldb + jc;
+        // Every thread has finished the compute of phase - 1 before the barrier ending this loop,
+        // so the buffer of phase - 2 is free to overwrite here and Bp is complete after it.
+#pragma omp for schedule(static)
+        for (int p = 0; p < panels; ++p) {
+          pack_b_panel(B, g.ldb, g.trans_b, kc, nc, p, Bp, kc * kGemmPanel);
+        }
+        const float beta = pc == 0 ? g.beta : 1.0f;
+        const float* bias = pc == 0 && g.bias ? g.bias + jc : nullptr;
+        const int mt = ceil_div(g.M, kMb), ntiles = ceil_div(nc, kNb);
+#pragma omp for schedule(dynamic, 1) nowait
+        for (int t = 0; t < mt * ntiles; ++t) {
+          const int i0 = (t / ntiles) * kMb, j0 = (t % ntiles) * kNb;
+          const int rows = std::min(kMb, g.M - i0), n = std::min(kNb, nc - j0);
+          const float* A = g.trans_a ? g.A + static_cast<std::size_t>(pc) * g.lda + i0
+                                     : g.A + static_cast<std::size_t>(i0) * g.lda + pc;
+          kernel(A, g.lda, g.trans_a, Bp + static_cast<std::size_t>(j0) * kc, kc * kGemmPanel, kc,
+                 rows, n, g.alpha, beta, bias ? bias + j0 : nullptr,
+                 g.C + static_cast<std::size_t>(i0) * g.ldc + jc + j0, g.ldc);
+        }
+      }
+    }
+  }  // (implicit barrier)
+}
+
+void gemm_tile(const Gemm& g, int m0, int m1, int n0, int n1) {
+  const int m = m1 - m0, n = n1 - n0;
+  if (m <= 0 || n <= 0) return;
+  if (g.K == 0 || g.alpha == 0.0f) {  // BLAS may skip the product; do beta * C ourselves
+    Gemm h = g;
+    h.bias = nullptr;
+    scale_only(h, m0, m1, n0, n1);
+    return;
+  }
+  float* C = g.C + static_cast<std::size_t>(m0) * g.ldc + n0;
+  // Row m0 of op(A) and column n0 of op(B).
+  const float* A = g.trans_a ? g.A + m0 : g.A + static_cast<std::size_t>(m0) * g.lda;
+  const float* B = g.trans_b ? g.B + static_cast<std::size_t>(n0) * g.ldb : g.B + n0;
+  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
+              g.trans_b ? CblasTrans : CblasNoTrans, m, n, g.K, g.alpha, A, g.lda, B, g.ldb, g.beta,
+              C, g.ldc);
+}
+
+void plan_tiles(int job, const Gemm& g, std::vector<GemmTile>& tiles) {
+  if (g.M <= 0 || g.N <= 0) return;
+  const double flops = 2.0 * g.M * g.N * std::max(g.K, 1);
+  if (flops < kSerialFlops) {
+    tiles.push_back({job, 0, g.M, 0, g.N});
+    return;
+  }
+  const int mt = ceil_div(g.M, kTileRows);
+  const int mb = round_up(ceil_div(g.M, mt), 16);
+  int nt = 1;
+  if (mt < kTargetTiles) nt = std::max(1, std::min(ceil_div(g.N, 128), ceil_div(kTargetTiles, mt)));
+  const int nb = round_up(ceil_div(g.N, nt), 16);
+  for (int m0 = 0; m0 < g.M; m0 += mb) {
+    for (int n0 = 0; n0 < g.N; n0 += nb) {
+      tiles.push_back({job, m0, std::min(g.M, m0 + mb), n0, std::min(g.N, n0 + nb)});
+    }
+  }
+}
+
+void gemm(const Gemm& g) {
+  if (GemmBlockFn k = native_gemm_kernel()) {
+    gemm_native(g, k);
+    return;
+  }
+  std::vector<GemmTile> tiles;
+  plan_tiles(0, g, tiles);
+  use_single_threaded_blas();
+  parallel_for(static_cast<std::int64_t>(tiles.size()), [&](std::int64_t i) {
+    const GemmTile& t = tiles[static_cast<std::size_t>(i)];
+    if (g.bias) {  // C = bias, then C += product
+      for (int r = t.m0; r < t.m1; ++r) {
+        float* c = g.C + static_cast<std::size_t>(r) * g.ldc;
+        std::copy(g.bias + t.n0, g.bias + t.n1, c + t.n0);
+      }
+      Gemm h = g;
+      h.beta = 1.0f;
+      gemm_tile(h, t.m0, t.m1, t.n0, t.n1);
+    } else {
+      gemm_tile(g, t.m0, t.m1, t.n0, t.n1);
+    }
+  });
+}
+
+}  // namespace strata::cpu::detail

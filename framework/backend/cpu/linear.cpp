@@ -1,0 +1,128 @@
+// matmul and the fully connected layer (forward and backward) on the tiled sgemm.
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "framework/backend/cpu/gemm.hpp"
+#include "framework/backend/cpu/gemm_native.hpp"
+#include "framework/backend/cpu/kernels.hpp"
+#include "framework/backend/cpu/parallel.hpp"
+#include "framework/core/error.hpp"
+
+namespace strata::cpu {
+
+using detail::Gemm;
+using detail::GemmTile;
+
+void matmul(const float* A, const float* B, float* C, int M, int N, int K, bool trans_a,
+            bool trans_b, float alpha, float beta) {
+  STRATA_CHECK(M >= 0 && N >= 0 && K >= 0, "cpu", "matmul: negative size M={} N={} K={}", M, N, K);
+  Gemm g;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.alpha = alpha;
+  g.A = A;
+  g.lda = std::max(1, trans_a ? M : K);
+  g.B = B;
+  g.ldb = std::max(1, trans_b ? K : N);
+  g.beta = beta;
+  g.C = C;
+  g.ldc = std::max(1, N);
+  detail::gemm(g);
+}
+
+void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in,
+                    int out) {
+  STRATA_CHECK(N >= 0 && in >= 0 && out >= 0, "cpu", "linear: negative size N={} in={} out={}", N,
+               in, out);
+  Gemm g;
+  g.trans_b = true;
+  g.M = N;
+  g.N = out;
+  g.K = in;
+  g.A = x;
+  g.lda = std::max(1, in);
+  g.B = W;
+  g.ldb = std::max(1, in);
+  g.C = y;
+  g.ldc = std::max(1, out);
+  g.bias = b;
+  detail::gemm(g);
+}
+
+void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
+                     float* db, int N, int in, int out) {
+  STRATA_CHECK(N >= 0 && in >= 0 && out >= 0, "cpu", "linear: negative size N={} in={} out={}", N,
+               in, out);
+  Gemm gx;  // dx[N,in] = dy[N,out] @ W[out,in]
+  gx.M = N;
+  gx.N = in;
+  gx.K = out;
+  gx.A = dy;
+  gx.lda = std::max(1, out);
+  gx.B = W;
+  gx.ldb = std::max(1, in);
+  gx.C = dx;
+  gx.ldc = std::max(1, in);
+  Gemm gw;  // dW[out,in] += dy^T @ x
+  gw.trans_a = true;
+  gw.M = out;
+  gw.N = in;
+  gw.K = N;
+  gw.A = dy;
+  gw.lda = std::max(1, out);
+  gw.B = x;
+  gw.ldb = std::max(1, in);
+  gw.beta = 1.0f;
+  gw.C = dW;
+  gw.ldc = std::max(1, in);
+
+  constexpr int kBiasCols = 64;
+  // db[c0:c1] += column sums of dy, rows in order.
+  auto bias_block = [&](int c0, int c1) {
+    float acc[kBiasCols];
+    const int w = c1 - c0;
+    std::copy(db + c0, db + c1, acc);
+    for (int r = 0; r < N; ++r) {
+      const float* g = dy + static_cast<std::size_t>(r) * out + c0;
+      for (int c = 0; c < w; ++c) acc[c] += g[c];
+    }
+    std::copy(acc, acc + w, db + c0);
+  };
+
+  if (detail::native_gemm_kernel() != nullptr) {
+    if (dx) detail::gemm(gx);
+    if (dW) detail::gemm(gw);
+    if (db) {
+      detail::parallel_chunks(out, kBiasCols, [&](std::int64_t c0, std::int64_t c1) {
+        bias_block(static_cast<int>(c0), static_cast<int>(c1));
+      });
+    }
+    return;
+  }
+  // BLAS: one task list of dW tiles (largest first), dx tiles, then db column blocks (job 2).
+  std::vector<GemmTile> tiles;
+  if (dW) detail::plan_tiles(1, gw, tiles);
+  if (dx) detail::plan_tiles(0, gx, tiles);
+  if (db) {
+    for (int c0 = 0; c0 < out; c0 += kBiasCols) {
+      tiles.push_back({2, 0, N, c0, std::min(out, c0 + kBiasCols)});
+    }
+  }
+  detail::use_single_threaded_blas();
+  detail::parallel_for(static_cast<std::int64_t>(tiles.size()), [&](std::int64_t i) {
+    const GemmTile& t = tiles[static_cast<std::size_t>(i)];
+    if (t.job == 0) {
+      detail::gemm_tile(gx, t.m0, t.m1, t.n0, t.n1);
+    } else if (t.job == 1) {
+      detail::gemm_tile(gw, t.m0, t.m1, t.n0, t.n1);
+    } else {
+      bias_block(t.n0, t.n1);
+    }
+  });
+}
+
+}  // namespace strata::cpu

@@ -1,0 +1,180 @@
+#include "framework/checkpoint/consolidated.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "framework/checkpoint/catalog.hpp"
+#include "framework/checkpoint/checkpoint_error.hpp"
+#include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/h5_io.hpp"
+#include "framework/checkpoint/naming.hpp"
+#include "framework/checkpoint/reader.hpp"
+#include "framework/checkpoint/save.hpp"
+#include "framework/core/convert.hpp"
+
+namespace strata::checkpoint {
+
+namespace fs = std::filesystem;
+
+ExportResult export_consolidated(const std::string& dir, const std::string& output) {
+  ExportResult r;
+  r.step_dir = resolve_checkpoint_dir(dir);
+  r.output = output;
+  CheckpointReader reader(r.step_dir);
+  const Manifest& m = reader.manifest();
+  r.step = m.step;
+  const std::string tmp = output + std::string(kTmpSuffix);
+  try {
+    h5::Id file = h5::create_file(tmp);
+    const hid_t f = file.get();
+    h5::write_attr(f, "format", kExportFormat);
+    h5::write_attr(f, "format_version", kExportFormatVersion);
+    h5::write_attr(f, "step", m.step);
+    h5::write_attr(f, "strata_version", m.strata_version);
+    h5::write_attr(f, "source", fs::absolute(r.step_dir).lexically_normal().string());
+    h5::write_attr(f, "config", m.config.dump());
+    if (m.config.is_object() && m.config.contains("strata") && m.config["strata"].is_object() &&
+        m.config["strata"].contains("model"))
+      h5::write_attr(f, "model", m.config["strata"]["model"].dump());
+    std::vector<float> buf;
+    for (const ParamEntry& p : m.params) {
+      buf.resize(static_cast<std::size_t>(p.numel()));
+      reader.read_range(kParam, p.name, 0, p.numel(), buf.data(), DType::f32);
+      h5::Id ds = h5::write_dataset(f, "/" + p.name, DType::f32, p.shape.dims(), buf.data());
+      h5::write_attr(ds.get(), "source_dtype", std::string(dtype_name(p.dtype)));
+      ds.close("dataset");
+      ++r.params;
+      r.elements += p.numel();
+    }
+    file.close(tmp.c_str());
+    fsync_file(tmp);
+    rename_durable(tmp, output);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+  return r;
+}
+
+namespace {
+
+struct Found {
+  std::string path;  // inside the file
+  std::string name;  // dotted
+};
+
+herr_t visit(hid_t, const char* name, const H5O_info_t* info, void* data) {
+  if (info->type == H5O_TYPE_DATASET) {
+    std::string dotted = name;
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    static_cast<std::vector<Found>*>(data)->push_back({std::string("/") + name, dotted});
+  }
+  return 0;
+}
+
+std::vector<Found> list_datasets(hid_t file) {
+  std::vector<Found> out;
+  if (H5Ovisit2(file, H5_INDEX_CRT_ORDER, H5_ITER_INC, visit, &out, H5O_INFO_BASIC) >= 0)
+    return out;
+  h5::last_error();  // creation order not tracked in this file: name order
+  out.clear();
+  STRATA_CHECK_H5(H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_INC, visit, &out, H5O_INFO_BASIC));
+  return out;
+}
+
+}  // namespace
+
+ImportResult import_consolidated(const std::string& file_path, const std::string& root,
+                                 const ImportOptions& options) {
+  ImportResult r;
+  r.step_dir = join_path(root, step_dir_name(0));
+  std::error_code ec;
+  if (fs::exists(join_path(r.step_dir, kManifestName), ec))
+    user_fail("checkpoint",
+              "'{}' already holds a step-0 checkpoint; import into an empty directory", root);
+  if (!fs::is_regular_file(file_path, ec)) user_fail("checkpoint", "'{}' is not a file", file_path);
+
+  h5::Id file;
+  try {
+    file = h5::open_file(file_path);
+  } catch (const Error& e) {
+    throw UserError("checkpoint",
+                    fmt::format("{}: {}", file_path, std::string(e.what()).substr(13)));
+  }
+  const hid_t f = file.get();
+  json config = json::object();
+  if (h5::has_attr(f, "config")) {
+    try {
+      config = json::parse(h5::read_attr_string(f, "config"));
+    } catch (const std::exception& e) {
+      user_fail("checkpoint", "{}: attribute 'config' is not JSON text: {}", file_path, e.what());
+    }
+  }
+
+  struct Tensor1 {
+    std::string name;
+    Shape shape;
+    std::vector<float> data;
+  };
+  std::vector<Tensor1> tensors;
+  for (const Found& d : list_datasets(f)) {
+    if (std::find(options.exclude.begin(), options.exclude.end(), d.name) !=
+        options.exclude.end()) {
+      r.skipped.push_back(d.name + " (excluded)");
+      continue;
+    }
+    h5::Id ds = h5::open_dataset(f, d.path);
+    h5::Id type(STRATA_CHECK_H5(H5Dget_type(ds.get())), H5Tclose);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    DType half = DType::f32;
+    bool ok = cls == H5T_FLOAT;
+    if (!ok && cls == H5T_INTEGER &&
+        h5::has_attr(ds.get(), "dtype")) {  // Strata's 16-bit float bits
+      const std::string dt = h5::read_attr_string(ds.get(), "dtype");
+      if ((dt == "bf16" || dt == "f16") && h5::type_matches(type.get(), DType::bf16)) {
+        half = dt == "bf16" ? DType::bf16 : DType::f16;
+        ok = true;
+      }
+    }
+    if (!ok) {
+      r.skipped.push_back(fmt::format("{} ({})", d.name, h5::describe_type(type.get())));
+      continue;
+    }
+    if (!valid_param_name(d.name))
+      user_fail("checkpoint", "{}: dataset name '{}' is not usable", file_path, d.name);
+    Tensor1 t{d.name, Shape(h5::dataset_dims(ds.get())), {}};
+    t.data.resize(static_cast<std::size_t>(t.shape.numel()));
+    if (t.data.empty()) {
+      r.skipped.push_back(d.name + " (empty)");
+      continue;
+    }
+    if (half == DType::f32) {
+      h5::read_dataset_as_f32(ds.get(), t.data.data());
+    } else {
+      std::vector<std::uint16_t> bits(t.data.size());
+      h5::read_dataset(ds.get(), half, bits.data());
+      convert(bits.data(), half, t.data.data(), DType::f32, bits.size());
+    }
+    tensors.push_back(std::move(t));
+  }
+  if (tensors.empty())
+    user_fail("checkpoint", "{}: no floating-point datasets to import", file_path);
+
+  std::vector<SliceRef> slices;
+  for (const auto& t : tensors) {
+    slices.push_back(SliceRef{std::string(kParam), t.name, t.shape, DType::f32, 0, t.shape.numel(),
+                              t.data.data()});
+    ++r.params;
+    r.elements += t.shape.numel();
+  }
+  SaveSpec spec;
+  spec.root = root;
+  spec.rank = 0;
+  spec.header.step = 0;
+  spec.header.config = config;
+  save_checkpoint(spec, slices, RankState{}, single_process_ok);
+  return r;
+}
+
+}  // namespace strata::checkpoint

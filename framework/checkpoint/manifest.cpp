@@ -1,0 +1,344 @@
+#include "framework/checkpoint/manifest.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "framework/checkpoint/checkpoint_error.hpp"
+#include "framework/checkpoint/checksum.hpp"
+#include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/json_fields.hpp"
+#include "framework/checkpoint/naming.hpp"
+#include "framework/checkpoint/slice.hpp"
+
+#ifndef STRATA_CHECKPOINT_VERSION
+#define STRATA_CHECKPOINT_VERSION "unknown"
+#endif
+
+namespace strata::checkpoint {
+
+const char* strata_version() {
+  return STRATA_CHECKPOINT_VERSION;
+}
+
+std::vector<std::string> ParamEntry::kinds() const {
+  std::set<std::string> k;
+  for (const auto& s : slices) k.insert(s.kind);
+  return {k.begin(), k.end()};
+}
+
+const ParamEntry* Manifest::find(const std::string& name) const {
+  for (const auto& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::uint64_t Manifest::total_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& f : files) n += f.bytes;
+  return n;
+}
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+DType strict_dtype(const std::string& s, const std::string& where) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i16,
+                  DType::u16, DType::i32, DType::u32, DType::i64})
+    if (dtype_name(t) == s) return t;
+  fail("checkpoint", "{}: '{}' is not a dtype name", where, s);
+}
+
+// The gaps of [0, numel) not covered by the intervals, as text ("[0, 4) [10, 12)"), empty if none.
+std::string coverage_gaps(std::vector<std::pair<std::int64_t, std::int64_t>> iv,
+                          std::int64_t numel) {
+  std::sort(iv.begin(), iv.end());
+  std::string gaps;
+  std::int64_t pos = 0;
+  for (const auto& [b, e] : iv) {
+    if (b > pos) gaps += fmt::format("{}[{}, {})", gaps.empty() ? "" : " ", pos, b);
+    pos = std::max(pos, e);
+  }
+  if (pos < numel) gaps += fmt::format("{}[{}, {})", gaps.empty() ? "" : " ", pos, numel);
+  return gaps;
+}
+
+void validate(const Manifest& m) {
+  if (m.format_version != kManifestFormatVersion)
+    fail("checkpoint", "format_version {} is not supported (this build reads {})", m.format_version,
+         kManifestFormatVersion);
+  if (m.step < 0) fail("checkpoint", "step {} is negative", m.step);
+  const WorldLayout& l = m.layout;
+  if (l.dp < 1 || l.tp < 1 || l.pp < 1 || static_cast<std::int64_t>(l.dp) * l.tp * l.pp != l.world)
+    fail("checkpoint", "layout: world {} is not dp {} x tp {} x pp {}", l.world, l.dp, l.tp, l.pp);
+  if (m.zero_stage < 0 || m.zero_stage > 3)
+    fail("checkpoint", "zero_stage {} is not 0..3", m.zero_stage);
+  if (m.files.size() != static_cast<std::size_t>(l.world))
+    fail("checkpoint", "{} rank files listed for a world of {}", m.files.size(), l.world);
+  std::set<std::string> files;
+  for (std::size_t r = 0; r < m.files.size(); ++r) {
+    const FileEntry& f = m.files[r];
+    if (f.rank != static_cast<int>(r) || f.name != rank_file_name(static_cast<int>(r)))
+      fail("checkpoint", "files[{}] is '{}' for rank {}; expected '{}'", r, f.name, f.rank,
+           rank_file_name(static_cast<int>(r)));
+    files.insert(f.name);
+  }
+  std::set<std::string> names;
+  std::set<std::pair<std::string, std::string>> datasets;
+  for (const ParamEntry& p : m.params) {
+    if (!valid_param_name(p.name)) fail("checkpoint", "invalid parameter name '{}'", p.name);
+    if (!names.insert(p.name).second) fail("checkpoint", "parameter {} is listed twice", p.name);
+    for (auto e : p.shape.dims())
+      if (e < 0) fail("checkpoint", "{}: negative extent in shape {}", p.name, p.shape.str());
+    const std::int64_t numel = p.numel();
+    std::map<std::string, std::vector<std::pair<std::int64_t, std::int64_t>>> by_kind;
+    std::map<std::string, DType> kind_dtype;
+    for (const SliceEntry& s : p.slices) {
+      if (!valid_kind(s.kind)) fail("checkpoint", "{}: invalid kind '{}'", p.name, s.kind);
+      if (!files.count(s.file))
+        fail("checkpoint", "{} {}: file '{}' is not a rank file of this checkpoint", s.kind, p.name,
+             s.file);
+      if (!(0 <= s.begin && s.begin < s.end && s.end <= numel))
+        fail("checkpoint", "{} {}: slice [{}, {}) is empty or outside [0, {})", s.kind, p.name,
+             s.begin, s.end, numel);
+      if (!datasets.insert({s.file, s.dataset}).second)
+        fail("checkpoint", "{} {}: dataset {} of {} is listed twice", s.kind, p.name, s.dataset,
+             s.file);
+      auto [it, fresh] = kind_dtype.emplace(s.kind, s.dtype);
+      if (!fresh && it->second != s.dtype)
+        fail("checkpoint", "{} {}: slices are stored as both {} and {}", s.kind, p.name,
+             dtype_name(it->second), dtype_name(s.dtype));
+      by_kind[s.kind].push_back({s.begin, s.end});
+    }
+    auto pk = kind_dtype.find(std::string(kParam));
+    if (pk == kind_dtype.end()) fail("checkpoint", "{}: no '{}' slices", p.name, kParam);
+    if (pk->second != p.dtype)
+      fail("checkpoint", "{}: dtype {} but its param slices are {}", p.name, dtype_name(p.dtype),
+           dtype_name(pk->second));
+    for (auto& [kind, iv] : by_kind) {
+      const std::string gaps = coverage_gaps(iv, numel);
+      if (!gaps.empty())
+        fail("checkpoint", "{} {}: no rank file holds elements {} of {}", kind, p.name, gaps,
+             numel);
+    }
+  }
+}
+
+json layout_json(const WorldLayout& l) {
+  return {{"world", l.world}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}};
+}
+
+int small_int(JsonFields& f, const std::string& key) {
+  const std::int64_t v = f.i64(key);
+  if (v < INT32_MIN || v > INT32_MAX)
+    fail("checkpoint", "{}.{} = {} is out of range", f.where(), key, v);
+  return static_cast<int>(v);
+}
+
+std::uint32_t checksum_field(JsonFields& f, const std::string& key) {
+  const std::string s = f.string(key);
+  const auto c = parse_checksum(s);
+  if (!c) fail("checkpoint", "{}.{} = '{}' is not crc32:XXXXXXXX", f.where(), key, s);
+  return *c;
+}
+
+}  // namespace
+
+Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>& records) {
+  Manifest m;
+  m.strata_version = strata_version();
+  m.created = utc_now();
+  m.step = h.step;
+  m.config = h.config;
+  m.layout = h.layout;
+  m.zero_stage = h.zero_stage;
+  m.state = h.state;
+  std::vector<const ShardRecord*> by_rank(static_cast<std::size_t>(std::max(h.layout.world, 0)),
+                                          nullptr);
+  for (const ShardRecord& r : records) {
+    if (r.rank < 0 || r.rank >= h.layout.world)
+      fail("checkpoint", "record of rank {} outside the world of {}", r.rank, h.layout.world);
+    if (by_rank[r.rank]) fail("checkpoint", "two records for rank {}", r.rank);
+    by_rank[r.rank] = &r;
+  }
+  for (std::size_t rank = 0; rank < by_rank.size(); ++rank)
+    if (!by_rank[rank]) fail("checkpoint", "no file from rank {} (of {})", rank, h.layout.world);
+  // Parameters in the order the files list their values (rank 0 first), then any that only have
+  // other kinds (validate() rejects those).
+  std::map<std::string, std::size_t> index;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const ShardRecord* r : by_rank) {
+      if (pass == 0) m.files.push_back(FileEntry{r->file, r->rank, r->bytes, r->state_checksum});
+      for (const DatasetRecord& d : r->datasets) {
+        if ((pass == 0) != (d.kind == kParam)) continue;
+        auto [it, fresh] = index.emplace(d.name, m.params.size());
+        if (fresh) m.params.push_back(ParamEntry{d.name, d.global_shape, d.dtype, {}});
+        ParamEntry& p = m.params[it->second];
+        if (p.shape != d.global_shape)
+          fail("checkpoint", "{}: {} says shape {}, another file says {}", d.name, r->file,
+               d.global_shape.str(), p.shape.str());
+        p.slices.push_back(
+            SliceEntry{r->file, d.path, d.kind, d.dtype, d.begin, d.end, d.checksum});
+      }
+    }
+  }
+  for (ParamEntry& p : m.params)
+    std::stable_sort(p.slices.begin(), p.slices.end(),
+                     [](const SliceEntry& a, const SliceEntry& b) {
+                       return std::tie(a.kind, a.begin) < std::tie(b.kind, b.begin);
+                     });
+  validate(m);
+  return m;
+}
+
+json to_json(const Manifest& m) {
+  json files = json::array();
+  for (const auto& f : m.files)
+    files.push_back({{"name", f.name},
+                     {"rank", f.rank},
+                     {"bytes", f.bytes},
+                     {"state_checksum", format_checksum(f.state_checksum)}});
+  json params = json::array();
+  for (const auto& p : m.params) {
+    json slices = json::array();
+    for (const auto& s : p.slices)
+      slices.push_back({{"kind", s.kind},
+                        {"file", s.file},
+                        {"dataset", s.dataset},
+                        {"dtype", std::string(dtype_name(s.dtype))},
+                        {"begin", s.begin},
+                        {"end", s.end},
+                        {"checksum", format_checksum(s.checksum)}});
+    params.push_back({{"name", p.name},
+                      {"shape", p.shape.dims()},
+                      {"dtype", std::string(dtype_name(p.dtype))},
+                      {"slices", slices}});
+  }
+  return {{"format", kManifestFormat},
+          {"format_version", m.format_version},
+          {"strata_version", m.strata_version},
+          {"created", m.created},
+          {"step", m.step},
+          {"layout", layout_json(m.layout)},
+          {"zero_stage", m.zero_stage},
+          {"state", to_json(m.state)},
+          {"config", m.config},
+          {"files", files},
+          {"params", params}};
+}
+
+Manifest manifest_from_json(const json& j) {
+  JsonFields f(j, "manifest");
+  const std::string format = f.string("format");
+  if (format != kManifestFormat)
+    fail("checkpoint", "format is '{}', expected '{}'", format, kManifestFormat);
+  Manifest m;
+  m.format_version = small_int(f, "format_version");
+  if (m.format_version != kManifestFormatVersion)
+    fail("checkpoint", "format_version {} is not supported (this build reads {})", m.format_version,
+         kManifestFormatVersion);
+  m.strata_version = f.string("strata_version");
+  m.created = f.string("created");
+  m.step = f.i64("step");
+  {
+    JsonFields l(f.need("layout"), "layout");
+    m.layout = WorldLayout{small_int(l, "world"), small_int(l, "dp"), small_int(l, "tp"),
+                           small_int(l, "pp")};
+    l.done();
+  }
+  m.zero_stage = small_int(f, "zero_stage");
+  m.state = train_state_from_json(f.need("state"));
+  m.config = f.need("config");
+  const json& files = f.need("files");
+  if (!files.is_array()) fail("checkpoint", "manifest.files is not an array");
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    JsonFields e(files[i], fmt::format("files[{}]", i));
+    FileEntry fe;
+    fe.name = e.string("name");
+    fe.rank = small_int(e, "rank");
+    fe.bytes = e.u64("bytes");
+    fe.state_checksum = checksum_field(e, "state_checksum");
+    e.done();
+    m.files.push_back(std::move(fe));
+  }
+  const json& params = f.need("params");
+  if (!params.is_array()) fail("checkpoint", "manifest.params is not an array");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    JsonFields e(params[i], fmt::format("params[{}]", i));
+    ParamEntry p;
+    p.name = e.string("name");
+    const json& shape = e.need("shape");
+    if (!shape.is_array() || shape.size() > 32)
+      fail("checkpoint", "params[{}].shape is not a list of extents", i);
+    std::vector<std::int64_t> dims;
+    for (const auto& d : shape) {
+      if (!d.is_number_integer())
+        fail("checkpoint", "params[{}].shape has a non-integer extent", i);
+      dims.push_back(d.get<std::int64_t>());
+    }
+    p.shape = Shape(dims);
+    p.dtype = strict_dtype(e.string("dtype"), e.where() + ".dtype");
+    const json& slices = e.need("slices");
+    if (!slices.is_array()) fail("checkpoint", "params[{}].slices is not an array", i);
+    for (std::size_t k = 0; k < slices.size(); ++k) {
+      JsonFields s(slices[k], fmt::format("params[{}].slices[{}]", i, k));
+      SliceEntry se;
+      se.kind = s.string("kind");
+      se.file = s.string("file");
+      se.dataset = s.string("dataset");
+      se.dtype = strict_dtype(s.string("dtype"), s.where() + ".dtype");
+      se.begin = s.i64("begin");
+      se.end = s.i64("end");
+      se.checksum = checksum_field(s, "checksum");
+      s.done();
+      p.slices.push_back(std::move(se));
+    }
+    e.done();
+    m.params.push_back(std::move(p));
+  }
+  f.done();
+  validate(m);
+  return m;
+}
+
+void write_manifest_atomic(const std::string& step_dir, const Manifest& m) {
+  validate(m);
+  write_file_atomic(join_path(step_dir, kManifestName), to_json(m).dump(1) + "\n");
+}
+
+Manifest read_manifest(const std::string& step_dir) {
+  const std::string path = join_path(step_dir, kManifestName);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    corrupt(path, "", "no manifest: '{}' is not a complete checkpoint", step_dir);
+  try {
+    const std::string text = read_text_file(path);
+    json j;
+    try {
+      j = json::parse(text);
+    } catch (const json::exception& e) {
+      fail("checkpoint", "not valid JSON ({} bytes): {}", text.size(), e.what());
+    }
+    return manifest_from_json(j);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const Error& e) {
+    std::string what = e.what();
+    if (what.rfind("[checkpoint] ", 0) == 0) what.erase(0, 13);
+    throw CheckpointError(path, "", what);
+  }
+}
+
+}  // namespace strata::checkpoint

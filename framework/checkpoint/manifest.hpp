@@ -1,0 +1,97 @@
+// The manifest (`manifest.json` in a step directory), written last by rank 0: format and Strata
+// version, step, config, world layout dp × tp × pp, ZeRO stage, the job's training state, every
+// rank file, and for each parameter its global name, shape and dtype and which file holds which
+// slice of which kind, with the slice's checksum. A step directory without a valid manifest is
+// not a checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/checkpoint/shard_record.hpp"
+#include "framework/checkpoint/train_state.hpp"
+#include "framework/core/dtype.hpp"
+#include "framework/core/shape.hpp"
+
+namespace strata::checkpoint {
+
+inline constexpr const char* kManifestFormat = "strata-checkpoint";
+inline constexpr int kManifestFormatVersion = 1;
+
+// The Strata version this library was built as ("0.1.0").
+const char* strata_version();
+
+struct WorldLayout {
+  int world = 1;  // = dp * tp * pp
+  int dp = 1, tp = 1, pp = 1;
+  bool operator==(const WorldLayout&) const = default;
+};
+
+struct SliceEntry {
+  std::string file;     // "rank_00002.h5"
+  std::string dataset;  // path inside the file
+  std::string kind;
+  DType dtype = DType::f32;
+  std::int64_t begin = 0, end = 0;
+  std::uint32_t checksum = 0;
+};
+
+struct ParamEntry {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::f32;        // stored dtype of its "param" slices
+  std::vector<SliceEntry> slices;  // every kind, ordered by kind then begin
+  std::int64_t numel() const { return shape.numel(); }
+  std::vector<std::string> kinds() const;  // distinct, sorted
+};
+
+struct FileEntry {
+  std::string name;  // "rank_00002.h5"
+  int rank = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t state_checksum = 0;
+};
+
+// What rank 0 knows when it commits; the files and parameters come from the rank files.
+struct ManifestHeader {
+  std::int64_t step = 0;
+  json config = json::object();  // the resolved training config (opaque here)
+  WorldLayout layout;
+  int zero_stage = 0;
+  TrainState state;
+};
+
+struct Manifest {
+  int format_version = kManifestFormatVersion;
+  std::string strata_version;
+  std::string created;  // UTC, ISO 8601
+  std::int64_t step = 0;
+  json config = json::object();
+  WorldLayout layout;
+  int zero_stage = 0;
+  TrainState state;
+  std::vector<FileEntry> files;    // by rank
+  std::vector<ParamEntry> params;  // in the order the rank files list them
+
+  const ParamEntry* find(const std::string& name) const;
+  std::uint64_t total_bytes() const;  // of all rank files
+};
+
+// Combines the header with every rank's record. Throws strata::Error unless the records form a
+// whole checkpoint: one file per rank of the layout, consistent shapes and dtypes per parameter,
+// and every kind of every parameter covered completely by its slices.
+Manifest build_manifest(const ManifestHeader& header, const std::vector<ShardRecord>& records);
+
+json to_json(const Manifest& m);
+// Strict: any missing, unknown or ill-typed key, or an inconsistency build_manifest would reject,
+// throws strata::Error naming it.
+Manifest manifest_from_json(const json& j);
+
+// Writes <step_dir>/manifest.json atomically (temporary name, fsync, rename, fsync directory).
+void write_manifest_atomic(const std::string& step_dir, const Manifest& m);
+// Reads and validates <step_dir>/manifest.json; a missing or invalid one throws CheckpointError
+// naming the manifest.
+Manifest read_manifest(const std::string& step_dir);
+
+}  // namespace strata::checkpoint

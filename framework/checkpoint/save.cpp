@@ -1,0 +1,86 @@
+#include "framework/checkpoint/save.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+
+#include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/latest.hpp"
+#include "framework/checkpoint/naming.hpp"
+#include "framework/checkpoint/shard_file.hpp"
+#include "framework/checkpoint/shard_writer.hpp"
+#include "framework/core/error.hpp"
+
+namespace strata::checkpoint {
+
+namespace {
+
+// Runs one phase: f() on this rank, then the collective verdict. Rethrows this rank's error, or
+// reports that another rank failed.
+template <typename F>
+void phase(const char* what, std::int64_t step, const AllRanksOk& all_ok, F&& f) {
+  std::exception_ptr mine;
+  try {
+    f();
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  const bool all = all_ok(mine == nullptr);
+  if (mine) std::rethrow_exception(mine);
+  if (!all)
+    fail("checkpoint", "checkpoint of step {} not committed: another rank failed to {}", step,
+         what);
+}
+
+}  // namespace
+
+Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header) {
+  const std::string name = step_dir_name(header.step);
+  const std::string step_dir = join_path(root, name);
+  std::vector<ShardRecord> records;
+  for (int r = 0; r < header.layout.world; ++r)
+    records.push_back(scan_shard(step_dir, rank_file_name(r)));
+  Manifest m = build_manifest(header, records);
+  write_manifest_atomic(step_dir, m);
+  update_latest_atomic(root, name);
+  return m;
+}
+
+SaveResult save_checkpoint(const SaveSpec& spec, const std::vector<SliceRef>& slices,
+                           const RankState& rank_state, const AllRanksOk& all_ok) {
+  STRATA_CHECK(static_cast<bool>(all_ok), "checkpoint",
+               "save_checkpoint needs an AllRanksOk callback");
+  const ManifestHeader& h = spec.header;
+  SaveResult result;
+  result.step_dir = join_path(spec.root, step_dir_name(h.step));
+  phase("prepare the step directory", h.step, all_ok, [&] {
+    STRATA_CHECK(spec.rank >= 0 && spec.rank < h.layout.world, "checkpoint",
+                 "rank {} outside the world of {}", spec.rank, h.layout.world);
+    if (spec.rank != 0) return;
+    make_dirs(spec.root);
+    make_dirs(result.step_dir);
+    // Re-saving a step: the old manifest goes first, so the directory is never a mix that
+    // claims to be complete.
+    const std::string manifest = join_path(result.step_dir, kManifestName);
+    if (::unlink(manifest.c_str()) == 0)
+      fsync_dir(result.step_dir);
+    else if (errno != ENOENT)
+      fail("checkpoint", "cannot remove the old '{}': {}", manifest, std::strerror(errno));
+  });
+  phase("write its file", h.step, all_ok, [&] {
+    ShardWriter w(result.step_dir, spec.rank, h.layout.world, h.step);
+    for (const SliceRef& s : slices) w.add(s);
+    w.set_rank_state(rank_state);
+    w.commit();
+  });
+  if (spec.rank == 0) {
+    commit_checkpoint(spec.root, h);
+    result.committed = true;
+    result.removed = apply_retention(spec.root, spec.retention);
+  }
+  return result;
+}
+
+}  // namespace strata::checkpoint

@@ -1,0 +1,46 @@
+// ShardWriter: writes one rank's file of a checkpoint. Datasets go to `rank_XXXXX.h5.tmp`; commit()
+// closes it, fsyncs, renames it to `rank_XXXXX.h5` and fsyncs the directory, so a file with the
+// final name is always complete. Each dataset is self-describing (attributes global_name, kind,
+// global_shape, slice_begin, slice_end, dtype, checksum) so h5py can read it without Strata.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "framework/checkpoint/h5_handle.hpp"
+#include "framework/checkpoint/shard_record.hpp"
+#include "framework/checkpoint/slice.hpp"
+#include "framework/checkpoint/train_state.hpp"
+
+namespace strata::checkpoint {
+
+class ShardWriter {
+ public:
+  // Creates step_dir if needed and opens the temporary file.
+  ShardWriter(const std::string& step_dir, int rank, int world, std::int64_t step);
+  // Without commit(): closes and removes the temporary file (a failed save leaves no final file).
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Writes one slice as /<kind>/<name> (a second slice of the same kind and name in this file
+  // becomes /<kind>/<name>@<begin>).
+  void add(const SliceRef& slice);
+  // Writes the rank's state as the JSON string dataset /state/rank (once).
+  void set_rank_state(const RankState& state);
+  // Close, fsync, rename, fsync directory. Returns what the file holds.
+  ShardRecord commit();
+
+  const std::string& final_path() const { return final_path_; }
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  std::string step_dir_, final_path_, temp_path_;
+  ShardRecord record_;
+  bool has_state_ = false;
+  bool committed_ = false;
+  h5::Id file_;
+  std::map<std::string, h5::Id> groups_;
+};
+
+}  // namespace strata::checkpoint

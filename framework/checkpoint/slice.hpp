@@ -1,0 +1,38 @@
+// SliceRef: the unit of checkpoint storage — a flat element range [begin, end) of one named
+// parameter's value or optimizer state, seen row-major over the parameter's global shape.
+// ZeRO gives each rank a contiguous range of a unit's flat buffer, which may start or end inside
+// a parameter; each parameter's part of that range becomes one slice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "framework/core/dtype.hpp"
+#include "framework/core/shape.hpp"
+
+namespace strata::checkpoint {
+
+// What a slice holds. Any lower-case identifier is accepted; these are the ones Strata writes.
+inline constexpr std::string_view kParam = "param";          // fp32 master if any, else the weights
+inline constexpr std::string_view kExpAvg = "exp_avg";       // AdamW first moment m
+inline constexpr std::string_view kExpAvgSq = "exp_avg_sq";  // AdamW second moment v
+inline constexpr std::string_view kMomentum = "momentum";    // SGD momentum buffer
+
+struct SliceRef {
+  std::string kind;    // kParam, kExpAvg, ...
+  std::string name;    // global parameter name ("transformer.h.0.attn.c_attn.weight")
+  Shape global_shape;  // the whole parameter's shape
+  DType dtype = DType::f32;
+  std::int64_t begin = 0, end = 0;  // flat range within the parameter, begin < end <= numel
+  const void* data = nullptr;       // end - begin contiguous elements of dtype (host memory)
+};
+
+// Throws strata::Error unless the kind and name are usable as HDF5 names and the range lies within
+// the shape. `where` prefixes the message.
+void validate_slice(const SliceRef& s, const std::string& where);
+// Kind: [a-z0-9_]+ except "state". Name: non-empty, no '/', not "." or "..", no control characters.
+bool valid_kind(std::string_view kind);
+bool valid_param_name(std::string_view name);
+
+}  // namespace strata::checkpoint

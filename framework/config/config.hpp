@@ -1,0 +1,238 @@
+// The training configuration: DeepSpeed's JSON keys where Strata does the same thing, plus a
+// `strata` section for the rest. Parsed strictly into typed structs holding resolved values.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/config/overrides.hpp"
+#include "framework/core/device.hpp"
+
+namespace strata::config {
+
+using json = nlohmann::json;
+
+enum class OptimizerType { adam, adamw, sgd };
+enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
+enum class WarmupType { linear, log };
+enum class OffloadDevice { none, cpu, nvme };
+enum class TagValidation { ignore, warn, fail };
+
+// `fp16`: mixed precision with a (dynamic) loss scale.
+struct Fp16 {
+  bool enabled = false;
+  double loss_scale = 0;                  // 0 = dynamic loss scaling
+  std::int64_t initial_scale_power = 16;  // dynamic scale starts at 2^power
+  std::int64_t loss_scale_window = 1000;  // steps without overflow before the scale doubles
+  std::int64_t hysteresis = 2;            // overflows tolerated before the scale halves
+  bool consecutive_hysteresis = false;    // refill hysteresis after a step without overflow
+  double min_loss_scale = 1;
+  bool dynamic() const { return loss_scale == 0; }
+};
+
+// `bf16`: bfloat16 compute with fp32 master weights.
+struct Bf16 {
+  bool enabled = false;
+};
+
+// `optimizer`: type and params (only those meaningful for the type are accepted).
+struct Optimizer {
+  OptimizerType type = OptimizerType::adamw;
+  double lr = 1e-3;
+  std::array<double, 2> betas{0.9, 0.999};  // Adam, AdamW
+  double eps = 1e-8;                        // Adam, AdamW
+  double weight_decay = 0.01;               // default 0.01 for AdamW, 0 for Adam and SGD
+  bool adam_w_mode = true;                  // decoupled weight decay (always true for AdamW)
+  double momentum = 0;                      // SGD
+  bool nesterov = false;                    // SGD
+};
+
+// `scheduler`: DeepSpeed's warmup schedules and their params.
+struct Scheduler {
+  SchedulerType type = SchedulerType::none;
+  double warmup_min_lr = 0;     // WarmupLR, WarmupDecayLR
+  double warmup_max_lr = 1e-3;  // WarmupLR, WarmupDecayLR
+  std::int64_t warmup_num_steps = 1000;
+  WarmupType warmup_type = WarmupType::log;
+  std::int64_t total_num_steps = 0;  // WarmupDecayLR, WarmupCosineLR (required there)
+  double cos_min_ratio = 1e-4;       // WarmupCosineLR
+  double warmup_min_ratio = 0;       // WarmupCosineLR
+};
+
+// `zero_optimization.offload_optimizer`.
+struct OffloadOptimizer {
+  OffloadDevice device = OffloadDevice::none;
+  std::string nvme_path;  // empty = unset
+  bool pin_memory = false;
+  std::int64_t buffer_count = 4;
+};
+
+// `zero_optimization.offload_param` (stage 3 only).
+struct OffloadParam {
+  OffloadDevice device = OffloadDevice::none;
+  std::string nvme_path;
+  bool pin_memory = false;
+  std::int64_t buffer_count = 5;
+  std::int64_t buffer_size = 100'000'000;   // elements
+  std::int64_t max_in_cpu = 1'000'000'000;  // elements
+};
+
+// `zero_optimization`. Bucket sizes and thresholds count elements, as in DeepSpeed.
+struct Zero {
+  int stage = 0;
+  bool contiguous_gradients = true;
+  bool overlap_comm = false;  // default: true at stage 3, false otherwise
+  bool reduce_scatter = true;
+  std::int64_t reduce_bucket_size = 500'000'000;
+  bool allgather_partitions = true;
+  std::int64_t allgather_bucket_size = 500'000'000;
+  std::int64_t stage3_prefetch_bucket_size = 50'000'000;
+  std::int64_t stage3_max_live_parameters = 1'000'000'000;
+  std::int64_t stage3_max_reuse_distance = 1'000'000'000;
+  std::int64_t stage3_param_persistence_threshold = 100'000;
+  OffloadOptimizer offload_optimizer;
+  OffloadParam offload_param;
+};
+
+// `aio`: the NVMe tier's asynchronous I/O.
+struct Aio {
+  std::int64_t block_size = 1'048'576;
+  std::int64_t queue_depth = 8;
+  std::int64_t thread_count = 1;
+  bool single_submit = false;
+  bool overlap_events = true;
+};
+
+// DeepSpeed's `checkpoint` section.
+struct CheckpointCompat {
+  TagValidation tag_validation = TagValidation::warn;
+};
+
+// `strata.memory`: caps per tier in bytes (unset = no cap).
+struct Memory {
+  std::optional<std::uint64_t> device_limit, host_limit, nvme_limit;
+};
+
+// `strata.model`.
+struct Model {
+  std::string type = "gpt";
+  std::int64_t n_layer = 12;
+  std::int64_t n_head = 12;
+  std::int64_t n_embd = 768;
+  std::int64_t block_size = 1024;
+  std::int64_t vocab_size = 50257;
+  double dropout = 0;  // must be 0 for now
+};
+
+// `strata.data`: token files (empty = unset).
+struct Data {
+  std::string train, valid;
+  bool shuffle = true;
+  std::uint64_t seed = 1234;  // default: strata.seed
+};
+
+// `strata.eval`.
+struct Eval {
+  std::int64_t interval = 0;  // 0 = never
+  std::int64_t iters = 20;
+};
+
+// `strata.sample`: text sampled after training (tokens 0 = none).
+struct Sample {
+  std::int64_t tokens = 0;
+  double temperature = 1.0;
+  std::int64_t top_k = 0;  // 0 = whole vocabulary
+};
+
+// `strata.checkpoint`: Strata's checkpoint policy.
+struct CheckpointPolicy {
+  std::string dir;                    // empty = no checkpoints
+  std::int64_t interval = 0;          // steps between saves, 0 = only at the end (when dir is set)
+  std::int64_t save_total_limit = 0;  // newest checkpoints kept, 0 = all
+  std::int64_t keep_every = 0;        // also keep every step that is a multiple of this, 0 = none
+  bool async = false;
+  std::string resume = "auto";  // "auto" (newest complete), "none", or a checkpoint path
+};
+
+// `strata.comm`.
+struct Comm {
+  double timeout_s = 300;  // a collective that does not finish in time is an error
+};
+
+// `strata`: what DeepSpeed's schema lacks.
+struct StrataSection {
+  std::uint64_t seed = 1234;
+  std::int64_t train_steps = 1000;
+  DeviceType device = DeviceType::cpu;
+  std::int64_t tensor_parallel_size = 1;
+  std::int64_t pipeline_parallel_size = 1;
+  bool activation_checkpointing = false;
+  Memory memory;
+  Model model;
+  Data data;
+  Eval eval;
+  Sample sample;
+  CheckpointPolicy checkpoint;
+  Comm comm;
+};
+
+struct Config {
+  // 0 = not given; resolve_batch() fills them in.
+  std::int64_t train_batch_size = 0;
+  std::int64_t train_micro_batch_size_per_gpu = 0;
+  std::int64_t gradient_accumulation_steps = 0;
+  std::int64_t data_parallel_size = 0;  // set by resolve_batch()
+  double gradient_clipping = 0;         // max global gradient norm, 0 = off
+  std::int64_t steps_per_print = 10;
+  bool wall_clock_breakdown = false;
+  Fp16 fp16;
+  Bf16 bf16;
+  Optimizer optimizer;
+  Scheduler scheduler;
+  Zero zero_optimization;
+  Aio aio;
+  CheckpointCompat checkpoint;
+  StrataSection strata;
+};
+
+// Validates a config document (unknown keys, types, ranges, cross-field rules, the part of the
+// batch arithmetic that does not need the world size) and returns it with defaults filled in.
+// Throws UserError tagged "config" naming the key.
+Config parse_config(const json& doc);
+
+// parse_config with errors prefixed by where the document came from ("gpt.json: ...").
+Config parse_config(const json& doc, std::string_view source);
+
+// Reads a JSON file. A missing file or a syntax error (with line:column) is a UserError naming
+// the file; duplicate keys are errors too.
+json read_config_file(const std::string& path);
+
+// read_config_file + apply_override for each "key=value" in overrides + parse_config; errors
+// name the file.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// DeepSpeed's batch rule: train_batch_size = micro × accumulation × data_parallel_size. Any two
+// given determine the third (only micro or only train given: accumulation 1); all three given
+// must agree. Sets cfg.data_parallel_size.
+void resolve_batch(Config& cfg, std::int64_t data_parallel_size);
+
+// world_size / (tensor_parallel_size × pipeline_parallel_size), which must divide evenly.
+std::int64_t data_parallel_size(const Config& cfg, std::int64_t world_size);
+
+// The resolved config as JSON (every key, defaults included); parse_config accepts it back.
+json to_json(const Config& cfg);
+
+// Names as written in the config ("AdamW", "WarmupCosineLR", "nvme", "log", "Warn").
+std::string_view to_string(OptimizerType t);
+std::string_view to_string(SchedulerType t);
+std::string_view to_string(WarmupType t);
+std::string_view to_string(OffloadDevice d);
+std::string_view to_string(TagValidation t);
+
+}  // namespace strata::config

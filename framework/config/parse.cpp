@@ -1,0 +1,384 @@
+// parse_config: schema check, then typed reads with range checks, then cross-field rules.
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "framework/config/config.hpp"
+#include "framework/config/schema.hpp"
+#include "framework/config/suggest.hpp"
+#include "framework/config/validate.hpp"
+#include "framework/core/error.hpp"
+#include "framework/memory/size.hpp"
+
+namespace strata::config {
+
+namespace {
+
+constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
+
+struct IntRange {
+  std::int64_t lo = 0, hi = kMaxInt;
+  std::string describe() const {
+    if (hi == kMaxInt) return fmt::format("an integer >= {}", lo);
+    return fmt::format("an integer from {} to {}", lo, hi);
+  }
+};
+
+struct NumRange {
+  double lo = 0, hi = INFINITY;
+  bool lo_open = false, hi_open = false;
+  std::string describe() const {
+    if (std::isinf(hi)) return fmt::format("a number {} {}", lo_open ? ">" : ">=", lo);
+    return fmt::format("a number in {}{}, {}{}", lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]");
+  }
+  bool contains(double v) const {
+    return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+  }
+};
+
+constexpr NumRange kNonNegative{0, INFINITY, false, false};
+constexpr NumRange kPositive{0, INFINITY, true, false};
+constexpr NumRange kUnit{0, 1, false, false};     // [0, 1]
+constexpr NumRange kUnitOpen{0, 1, false, true};  // [0, 1)
+
+template <typename E>
+using Options = std::initializer_list<std::pair<std::string_view, E>>;
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Typed, range-checked reads of a document that check_structure has already accepted.
+class Reader {
+ public:
+  explicit Reader(const json& root) : root_(root) {}
+
+  const json* at(std::string_view path) const {
+    const json* cur = &root_;
+    while (!path.empty()) {
+      const auto dot = path.find('.');
+      const std::string key(path.substr(0, dot));
+      if (!cur->is_object()) return nullptr;
+      auto it = cur->find(key);
+      if (it == cur->end()) return nullptr;
+      cur = &*it;
+      path = dot == std::string_view::npos ? std::string_view{} : path.substr(dot + 1);
+    }
+    return cur;
+  }
+  bool has(std::string_view path) const {
+    const json* v = at(path);
+    return v && !v->is_null();
+  }
+
+  void get(std::string_view path, bool& out) const {
+    if (has(path)) out = at(path)->get<bool>();
+  }
+  void get(std::string_view path, std::int64_t& out, IntRange r = {}) const {
+    if (!has(path)) return;
+    const json& v = *at(path);
+    const std::int64_t x =
+        v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(v.get<double>());
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInt))
+      out_of_range(path, v, r.describe());
+    if (x < r.lo || x > r.hi) out_of_range(path, v, r.describe());
+    out = x;
+  }
+  void get(std::string_view path, int& out, IntRange r) const {
+    std::int64_t x = out;
+    get(path, x, r);
+    out = static_cast<int>(x);
+  }
+  void get(std::string_view path, std::uint64_t& out) const {
+    std::int64_t x = static_cast<std::int64_t>(out);
+    get(path, x, IntRange{0, kMaxInt});
+    out = static_cast<std::uint64_t>(x);
+  }
+  void get(std::string_view path, double& out, NumRange r) const {
+    if (!has(path)) return;
+    const json& v = *at(path);
+    const double x = v.get<double>();
+    if (!r.contains(x)) out_of_range(path, v, r.describe());
+    out = x;
+  }
+  void get(std::string_view path, std::array<double, 2>& out, NumRange r) const {
+    if (!has(path)) return;
+    const json& v = *at(path);
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (!r.contains(v[i].get<double>()))
+        user_fail("config", "{} is {}; allowed: two numbers, each {}", path, v.dump(),
+                  r.describe().substr(std::string_view("a number ").size()));
+    }
+    out = {v[0].get<double>(), v[1].get<double>()};
+  }
+  // Optional strings: null or absent leaves out unchanged; "" is rejected (use null).
+  void get(std::string_view path, std::string& out) const {
+    if (!has(path)) return;
+    const json& v = *at(path);
+    if (v.get<std::string>().empty())
+      user_fail("config", "{} is \"\"; allowed: a non-empty string{}", path,
+                find_key(path)->nullable ? " or null" : "");
+    out = v.get<std::string>();
+  }
+  void get_size(std::string_view path, std::optional<std::uint64_t>& out) const {
+    if (!has(path)) return;
+    const json& v = *at(path);
+    if (v.is_string())
+      out = parse_bytes(v.get<std::string>());
+    else if (v.is_number_integer())
+      out = v.get<std::uint64_t>();  // check_structure: >= 0
+    else
+      out = static_cast<std::uint64_t>(v.get<double>());
+  }
+  // A string naming one of options, any letter case; stored as the enum.
+  template <typename E>
+  void choice(std::string_view path, E& out, Options<E> options) const {
+    if (!has(path)) return;
+    const json& v = *at(path);
+    const std::string text = lowercase(v.get<std::string>());
+    std::vector<std::string> names;
+    for (const auto& [name, value] : options) {
+      if (lowercase(name) == text) {
+        out = value;
+        return;
+      }
+      names.emplace_back(name);
+    }
+    std::string allowed;
+    for (const auto& n : names) allowed += fmt::format("{}\"{}\"", allowed.empty() ? "" : ", ", n);
+    const auto best = closest(v.get<std::string>(), names);
+    user_fail("config", "{} is {}; allowed: {}{}", path, v.dump(), allowed,
+              best ? fmt::format(" (did you mean \"{}\"?)", *best) : "");
+  }
+  // Keys present under an object path (e.g. optimizer.params).
+  std::vector<std::string> keys(std::string_view path) const {
+    std::vector<std::string> out;
+    if (const json* v = at(path); v && v->is_object())
+      for (const auto& [k, _] : v->items()) out.push_back(k);
+    return out;
+  }
+
+  [[noreturn]] static void out_of_range(std::string_view path, const json& v,
+                                        const std::string& allowed) {
+    user_fail("config", "{} is {}; allowed: {}", path, v.dump(), allowed);
+  }
+
+ private:
+  const json& root_;
+};
+
+// Params given under section.params must be ones the chosen type uses.
+void check_params(const Reader& r, std::string_view section, std::string_view type_name,
+                  std::initializer_list<std::string_view> allowed) {
+  const std::string params = fmt::format("{}.params", section);
+  for (const auto& k : r.keys(params)) {
+    bool ok = false;
+    for (auto a : allowed) ok |= a == k;
+    if (!ok) {
+      if (allowed.size() == 0)
+        user_fail("config", "{}.{} is given but {}.type is not set: {}.params needs a type", params,
+                  k, section, section);
+      user_fail("config", "{}.{} is not a parameter of {}; {} takes: {}", params, k, type_name,
+                type_name, fmt::join(allowed, ", "));
+    }
+  }
+}
+
+void read_optimizer(const Reader& r, Optimizer& o) {
+  r.choice<OptimizerType>("optimizer.type", o.type,
+                          {{"Adam", OptimizerType::adam},
+                           {"AdamW", OptimizerType::adamw},
+                           {"SGD", OptimizerType::sgd}});
+  const std::string_view name = to_string(o.type);
+  switch (o.type) {
+    case OptimizerType::adam:
+      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"});
+      break;
+    case OptimizerType::adamw:
+      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay"});
+      break;
+    case OptimizerType::sgd:
+      check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"});
+      break;
+  }
+  o.weight_decay = o.type == OptimizerType::adamw ? 0.01 : 0.0;
+  o.adam_w_mode = o.type != OptimizerType::sgd;
+  r.get("optimizer.params.lr", o.lr, kNonNegative);
+  r.get("optimizer.params.betas", o.betas, kUnitOpen);
+  r.get("optimizer.params.eps", o.eps, kPositive);
+  r.get("optimizer.params.weight_decay", o.weight_decay, kNonNegative);
+  r.get("optimizer.params.adam_w_mode", o.adam_w_mode);
+  if (!o.adam_w_mode && o.type == OptimizerType::adam)
+    user_fail("config",
+              "optimizer.params.adam_w_mode is false; allowed: true (Strata's Adam decouples "
+              "weight decay, DeepSpeed's default; L2-coupled Adam is not implemented)");
+  r.get("optimizer.params.momentum", o.momentum, kUnitOpen);
+  r.get("optimizer.params.nesterov", o.nesterov);
+}
+
+void read_scheduler(const Reader& r, Scheduler& s) {
+  r.choice<SchedulerType>("scheduler.type", s.type,
+                          {{"WarmupLR", SchedulerType::warmup_lr},
+                           {"WarmupDecayLR", SchedulerType::warmup_decay_lr},
+                           {"WarmupCosineLR", SchedulerType::warmup_cosine_lr}});
+  const std::string_view name = to_string(s.type);
+  switch (s.type) {
+    case SchedulerType::none:
+      check_params(r, "scheduler", name, {});
+      break;
+    case SchedulerType::warmup_lr:
+      check_params(r, "scheduler", name,
+                   {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type"});
+      break;
+    case SchedulerType::warmup_decay_lr:
+      check_params(
+          r, "scheduler", name,
+          {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type", "total_num_steps"});
+      break;
+    case SchedulerType::warmup_cosine_lr:
+      check_params(r, "scheduler", name,
+                   {"total_num_steps", "warmup_min_ratio", "warmup_num_steps", "cos_min_ratio",
+                    "warmup_type"});
+      break;
+  }
+  r.get("scheduler.params.warmup_min_lr", s.warmup_min_lr, kNonNegative);
+  r.get("scheduler.params.warmup_max_lr", s.warmup_max_lr, kNonNegative);
+  r.get("scheduler.params.warmup_num_steps", s.warmup_num_steps, IntRange{0});
+  r.choice<WarmupType>("scheduler.params.warmup_type", s.warmup_type,
+                       {{"log", WarmupType::log}, {"linear", WarmupType::linear}});
+  r.get("scheduler.params.total_num_steps", s.total_num_steps, IntRange{1});
+  r.get("scheduler.params.warmup_min_ratio", s.warmup_min_ratio, kUnit);
+  r.get("scheduler.params.cos_min_ratio", s.cos_min_ratio, kUnit);
+}
+
+template <typename Offload>
+void read_offload_common(const Reader& r, std::string_view section, Offload& o) {
+  const std::string p(section);
+  r.choice<OffloadDevice>(
+      p + ".device", o.device,
+      {{"none", OffloadDevice::none}, {"cpu", OffloadDevice::cpu}, {"nvme", OffloadDevice::nvme}});
+  r.get(p + ".nvme_path", o.nvme_path);
+  r.get(p + ".pin_memory", o.pin_memory);
+  r.get(p + ".buffer_count", o.buffer_count, IntRange{1});
+}
+
+void read_zero(const Reader& r, Zero& z) {
+  r.get("zero_optimization.stage", z.stage, IntRange{0, 3});
+  z.overlap_comm = z.stage == 3;
+  r.get("zero_optimization.contiguous_gradients", z.contiguous_gradients);
+  r.get("zero_optimization.overlap_comm", z.overlap_comm);
+  r.get("zero_optimization.reduce_scatter", z.reduce_scatter);
+  r.get("zero_optimization.reduce_bucket_size", z.reduce_bucket_size, IntRange{1});
+  r.get("zero_optimization.allgather_partitions", z.allgather_partitions);
+  r.get("zero_optimization.allgather_bucket_size", z.allgather_bucket_size, IntRange{1});
+  r.get("zero_optimization.stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size,
+        IntRange{0});
+  r.get("zero_optimization.stage3_max_live_parameters", z.stage3_max_live_parameters, IntRange{1});
+  r.get("zero_optimization.stage3_max_reuse_distance", z.stage3_max_reuse_distance, IntRange{0});
+  r.get("zero_optimization.stage3_param_persistence_threshold",
+        z.stage3_param_persistence_threshold, IntRange{0});
+  read_offload_common(r, "zero_optimization.offload_optimizer", z.offload_optimizer);
+  read_offload_common(r, "zero_optimization.offload_param", z.offload_param);
+  r.get("zero_optimization.offload_param.buffer_size", z.offload_param.buffer_size, IntRange{1});
+  r.get("zero_optimization.offload_param.max_in_cpu", z.offload_param.max_in_cpu, IntRange{0});
+}
+
+void read_strata(const Reader& r, StrataSection& s) {
+  r.get("strata.seed", s.seed);
+  r.get("strata.train_steps", s.train_steps, IntRange{1});
+  r.choice<DeviceType>("strata.device", s.device,
+                       {{"cpu", DeviceType::cpu}, {"cuda", DeviceType::cuda}});
+  r.get("strata.tensor_parallel_size", s.tensor_parallel_size, IntRange{1});
+  r.get("strata.pipeline_parallel_size", s.pipeline_parallel_size, IntRange{1});
+  r.get("strata.activation_checkpointing", s.activation_checkpointing);
+
+  r.get_size("strata.memory.device_limit", s.memory.device_limit);
+  r.get_size("strata.memory.host_limit", s.memory.host_limit);
+  r.get_size("strata.memory.nvme_limit", s.memory.nvme_limit);
+
+  std::string model_type;
+  r.get("strata.model.type", model_type);
+  if (!model_type.empty() && lowercase(model_type) != "gpt")
+    user_fail("config", "strata.model.type is \"{}\"; allowed: \"gpt\"", model_type);
+  r.get("strata.model.n_layer", s.model.n_layer, IntRange{1});
+  r.get("strata.model.n_head", s.model.n_head, IntRange{1});
+  r.get("strata.model.n_embd", s.model.n_embd, IntRange{1});
+  r.get("strata.model.block_size", s.model.block_size, IntRange{1});
+  r.get("strata.model.vocab_size", s.model.vocab_size, IntRange{1});
+  if (r.has("strata.model.dropout") && r.at("strata.model.dropout")->get<double>() != 0.0)
+    user_fail("config", "strata.model.dropout is {}; allowed: 0 (Strata's GPT has no dropout yet)",
+              r.at("strata.model.dropout")->dump());
+
+  r.get("strata.data.train", s.data.train);
+  r.get("strata.data.valid", s.data.valid);
+  r.get("strata.data.shuffle", s.data.shuffle);
+  s.data.seed = s.seed;
+  r.get("strata.data.seed", s.data.seed);
+
+  r.get("strata.eval.interval", s.eval.interval, IntRange{0});
+  r.get("strata.eval.iters", s.eval.iters, IntRange{1});
+
+  r.get("strata.sample.tokens", s.sample.tokens, IntRange{0});
+  r.get("strata.sample.temperature", s.sample.temperature, kPositive);
+  r.get("strata.sample.top_k", s.sample.top_k, IntRange{0});
+
+  r.get("strata.checkpoint.dir", s.checkpoint.dir);
+  r.get("strata.checkpoint.interval", s.checkpoint.interval, IntRange{0});
+  r.get("strata.checkpoint.save_total_limit", s.checkpoint.save_total_limit, IntRange{0});
+  r.get("strata.checkpoint.keep_every", s.checkpoint.keep_every, IntRange{0});
+  r.get("strata.checkpoint.async", s.checkpoint.async);
+  r.get("strata.checkpoint.resume", s.checkpoint.resume);
+
+  r.get("strata.comm.timeout_s", s.comm.timeout_s, kPositive);
+}
+
+}  // namespace
+
+Config parse_config(const json& doc) {
+  check_structure(doc);
+  const Reader r(doc);
+  Config c;
+  r.get("train_batch_size", c.train_batch_size, IntRange{1});
+  r.get("train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu, IntRange{1});
+  r.get("gradient_accumulation_steps", c.gradient_accumulation_steps, IntRange{1});
+  r.get("gradient_clipping", c.gradient_clipping, kNonNegative);
+  r.get("steps_per_print", c.steps_per_print, IntRange{1});
+  r.get("wall_clock_breakdown", c.wall_clock_breakdown);
+
+  r.get("fp16.enabled", c.fp16.enabled);
+  r.get("fp16.loss_scale", c.fp16.loss_scale, kNonNegative);
+  r.get("fp16.initial_scale_power", c.fp16.initial_scale_power, IntRange{0, 63});
+  r.get("fp16.loss_scale_window", c.fp16.loss_scale_window, IntRange{1});
+  r.get("fp16.hysteresis", c.fp16.hysteresis, IntRange{1});
+  r.get("fp16.consecutive_hysteresis", c.fp16.consecutive_hysteresis);
+  r.get("fp16.min_loss_scale", c.fp16.min_loss_scale, kPositive);
+  r.get("bf16.enabled", c.bf16.enabled);
+
+  read_optimizer(r, c.optimizer);
+  read_scheduler(r, c.scheduler);
+  read_zero(r, c.zero_optimization);
+
+  r.get("aio.block_size", c.aio.block_size, IntRange{4096});
+  r.get("aio.queue_depth", c.aio.queue_depth, IntRange{1, 65536});
+  r.get("aio.thread_count", c.aio.thread_count, IntRange{1, 1024});
+  r.get("aio.single_submit", c.aio.single_submit);
+  r.get("aio.overlap_events", c.aio.overlap_events);
+
+  r.choice<TagValidation>("checkpoint.tag_validation", c.checkpoint.tag_validation,
+                          {{"Ignore", TagValidation::ignore},
+                           {"Warn", TagValidation::warn},
+                           {"Fail", TagValidation::fail}});
+
+  read_strata(r, c.strata);
+
+  check_rules(c);
+  check_batch_given(c);
+  return c;
+}
+
+}  // namespace strata::config

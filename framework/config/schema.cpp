@@ -1,0 +1,387 @@
+#include "framework/config/schema.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "framework/config/suggest.hpp"
+#include "framework/core/error.hpp"
+#include "framework/memory/size.hpp"
+
+namespace strata::config {
+
+namespace {
+
+using K = Kind;
+
+// The single list of accepted keys. Defaults are JSON text when they are fixed; prose when they
+// depend on other keys. Keep docs/config.md in step (a test checks every key is documented).
+constexpr KeySpec kSchema[] = {
+    // ---- batch and loop (DeepSpeed) ----
+    {"train_batch_size", K::integer, "derived",
+     "Samples per optimizer step over all data-parallel ranks = train_micro_batch_size_per_gpu × "
+     "gradient_accumulation_steps × data-parallel size. Give any two of the three."},
+    {"train_micro_batch_size_per_gpu", K::integer, "derived",
+     "Samples per forward/backward on one rank (one data-parallel replica)."},
+    {"gradient_accumulation_steps", K::integer, "derived (1 when only one batch size is given)",
+     "Micro-batches accumulated before each optimizer step (also the pipeline's micro-batches)."},
+    {"gradient_clipping", K::number, "0.0",
+     "Clip the global gradient L2 norm to this value; 0 = off."},
+    {"steps_per_print", K::integer, "10", "Print the training log every this many steps."},
+    {"wall_clock_breakdown", K::boolean, "false",
+     "Print a per-phase time breakdown (forward, backward, communication, optimizer, I/O)."},
+    // ---- fp16 (DeepSpeed) ----
+    {"fp16", K::object, "{}", "Mixed precision with float16 compute and a loss scale."},
+    {"fp16.enabled", K::boolean, "false", "Train in float16 with float32 master weights."},
+    {"fp16.loss_scale", K::number, "0.0", "Fixed loss scale; 0 = dynamic loss scaling."},
+    {"fp16.initial_scale_power", K::integer, "16",
+     "Dynamic scaling starts at 2^initial_scale_power."},
+    {"fp16.loss_scale_window", K::integer, "1000",
+     "Steps without overflow before the dynamic scale doubles."},
+    {"fp16.hysteresis", K::integer, "2", "Overflows tolerated before the dynamic scale halves."},
+    {"fp16.consecutive_hysteresis", K::boolean, "false",
+     "Refill the hysteresis budget after each step without overflow."},
+    {"fp16.min_loss_scale", K::number, "1.0", "Lower bound of the dynamic loss scale."},
+    // ---- bf16 (DeepSpeed) ----
+    {"bf16", K::object, "{}", "bfloat16 compute with float32 master weights (no loss scale)."},
+    {"bf16.enabled", K::boolean, "false", "Train in bfloat16. Exclusive with fp16.enabled."},
+    // ---- optimizer (DeepSpeed) ----
+    {"optimizer", K::object, "{}", "The optimizer."},
+    {"optimizer.type", K::string, "\"AdamW\"", "\"Adam\", \"AdamW\" or \"SGD\" (any letter case)."},
+    {"optimizer.params", K::object, "{}",
+     "Optimizer parameters; only those the type uses are accepted."},
+    {"optimizer.params.lr", K::number, "0.001",
+     "Learning rate (the peak rate when a scheduler runs)."},
+    {"optimizer.params.betas", K::number_pair, "[0.9, 0.999]",
+     "Adam/AdamW moment decay rates, each in [0, 1)."},
+    {"optimizer.params.eps", K::number, "1e-08", "Adam/AdamW denominator term."},
+    {"optimizer.params.weight_decay", K::number, "0.01 for AdamW, 0.0 for Adam and SGD",
+     "Weight decay (decoupled for AdamW and for Adam with adam_w_mode)."},
+    {"optimizer.params.adam_w_mode", K::boolean, "true",
+     "Adam only: decoupled weight decay as in DeepSpeed's default; must be true (L2-coupled Adam "
+     "is "
+     "not implemented)."},
+    {"optimizer.params.momentum", K::number, "0.0", "SGD momentum in [0, 1)."},
+    {"optimizer.params.nesterov", K::boolean, "false",
+     "SGD Nesterov momentum (needs momentum > 0)."},
+    // ---- scheduler (DeepSpeed) ----
+    {"scheduler", K::object, "{}",
+     "Learning-rate schedule; absent = constant optimizer.params.lr."},
+    {"scheduler.type", K::string, "null",
+     "\"WarmupLR\", \"WarmupDecayLR\" or \"WarmupCosineLR\"; null = none.", true},
+    {"scheduler.params", K::object, "{}",
+     "Schedule parameters; only those the type uses are accepted."},
+    {"scheduler.params.warmup_min_lr", K::number, "0.0",
+     "WarmupLR, WarmupDecayLR: rate at step 0."},
+    {"scheduler.params.warmup_max_lr", K::number, "0.001",
+     "WarmupLR, WarmupDecayLR: rate at the end of warmup."},
+    {"scheduler.params.warmup_num_steps", K::integer, "1000", "Steps of warmup."},
+    {"scheduler.params.warmup_type", K::string, "\"log\"", "Warmup curve: \"log\" or \"linear\"."},
+    {"scheduler.params.total_num_steps", K::integer,
+     "required for WarmupDecayLR and WarmupCosineLR",
+     "WarmupDecayLR, WarmupCosineLR: step at which the decay ends."},
+    {"scheduler.params.warmup_min_ratio", K::number, "0.0",
+     "WarmupCosineLR: rate at step 0 as a fraction of optimizer.params.lr."},
+    {"scheduler.params.cos_min_ratio", K::number, "0.0001",
+     "WarmupCosineLR: final rate as a fraction of optimizer.params.lr."},
+    // ---- zero_optimization (DeepSpeed) ----
+    {"zero_optimization", K::object, "{}", "ZeRO: shard training state over data-parallel ranks."},
+    {"zero_optimization.stage", K::integer, "0",
+     "0 = off, 1 = shard optimizer state, 2 = also gradients, 3 = also parameters."},
+    {"zero_optimization.contiguous_gradients", K::boolean, "true",
+     "Copy gradients into one contiguous buffer as they are produced."},
+    {"zero_optimization.overlap_comm", K::boolean, "true at stage 3, false otherwise",
+     "Overlap gradient reduction with the backward pass."},
+    {"zero_optimization.reduce_scatter", K::boolean, "true",
+     "Reduce gradients with reduce-scatter (stage 2+) instead of all-reduce."},
+    {"zero_optimization.reduce_bucket_size", K::integer, "500000000",
+     "Elements reduced at a time."},
+    {"zero_optimization.allgather_partitions", K::boolean, "true",
+     "Gather updated parameters with all-gather (instead of a series of broadcasts)."},
+    {"zero_optimization.allgather_bucket_size", K::integer, "500000000",
+     "Elements all-gathered at a time."},
+    {"zero_optimization.stage3_prefetch_bucket_size", K::integer, "50000000",
+     "Stage 3: elements of parameters prefetched ahead of use."},
+    {"zero_optimization.stage3_max_live_parameters", K::integer, "1000000000",
+     "Stage 3: most gathered parameter elements resident at once."},
+    {"zero_optimization.stage3_max_reuse_distance", K::integer, "1000000000",
+     "Stage 3: keep a gathered parameter if it is used again within this many elements."},
+    {"zero_optimization.stage3_param_persistence_threshold", K::integer, "100000",
+     "Stage 3: parameters smaller than this many elements stay whole on every rank."},
+    {"zero_optimization.offload_optimizer", K::object, "{}",
+     "Keep optimizer state (and run the optimizer step) on the host or NVMe. Stage 1, 2 or 3."},
+    {"zero_optimization.offload_optimizer.device", K::string, "\"none\"",
+     "\"none\", \"cpu\" or \"nvme\"."},
+    {"zero_optimization.offload_optimizer.nvme_path", K::string, "null",
+     "Directory for optimizer state when device is \"nvme\".", true},
+    {"zero_optimization.offload_optimizer.pin_memory", K::boolean, "false",
+     "Use page-locked host buffers (faster device transfers)."},
+    {"zero_optimization.offload_optimizer.buffer_count", K::integer, "4",
+     "NVMe: buffers for overlapping reads and writes of optimizer state."},
+    {"zero_optimization.offload_param", K::object, "{}",
+     "Keep parameters on the host or NVMe between uses. Stage 3 only."},
+    {"zero_optimization.offload_param.device", K::string, "\"none\"",
+     "\"none\", \"cpu\" or \"nvme\"."},
+    {"zero_optimization.offload_param.nvme_path", K::string, "null",
+     "Directory for parameters when device is \"nvme\".", true},
+    {"zero_optimization.offload_param.pin_memory", K::boolean, "false",
+     "Use page-locked host buffers."},
+    {"zero_optimization.offload_param.buffer_count", K::integer, "5",
+     "NVMe: buffers for parameter swapping."},
+    {"zero_optimization.offload_param.buffer_size", K::integer, "100000000",
+     "NVMe: elements per parameter swap buffer."},
+    {"zero_optimization.offload_param.max_in_cpu", K::integer, "1000000000",
+     "NVMe: most parameter elements cached in host memory."},
+    // ---- aio (DeepSpeed) ----
+    {"aio", K::object, "{}", "Asynchronous I/O of the NVMe tier."},
+    {"aio.block_size", K::integer, "1048576", "Bytes per I/O request (a multiple of 4096)."},
+    {"aio.queue_depth", K::integer, "8", "I/O requests in flight."},
+    {"aio.thread_count", K::integer, "1", "I/O submission threads."},
+    {"aio.single_submit", K::boolean, "false",
+     "Submit requests one at a time instead of in batches."},
+    {"aio.overlap_events", K::boolean, "true", "Submit new requests while earlier ones complete."},
+    // ---- checkpoint (DeepSpeed) ----
+    {"checkpoint", K::object, "{}",
+     "DeepSpeed's checkpoint options (Strata's policy is strata.checkpoint)."},
+    {"checkpoint.tag_validation", K::string, "\"Warn\"",
+     "\"Ignore\", \"Warn\" or \"Fail\" when ranks disagree about the checkpoint tag."},
+    // ---- strata ----
+    {"strata", K::object, "{}", "What DeepSpeed's schema lacks."},
+    {"strata.seed", K::integer, "1234",
+     "Seed of parameter initialisation and every random stream."},
+    {"strata.train_steps", K::integer, "1000", "Optimizer steps to train."},
+    {"strata.device", K::string, "\"cpu\"", "\"cpu\" or \"cuda\" (each rank uses its local GPU)."},
+    {"strata.tensor_parallel_size", K::integer, "1",
+     "Ranks that split each layer (Megatron tensor parallelism)."},
+    {"strata.pipeline_parallel_size", K::integer, "1", "Pipeline stages."},
+    {"strata.activation_checkpointing", K::boolean, "false",
+     "Drop each block's saved activations and recompute them in backward."},
+    {"strata.memory", K::object, "{}",
+     "Caps per memory tier (exceeding one raises OutOfMemory with a breakdown)."},
+    {"strata.memory.device_limit", K::size, "null",
+     "Device memory cap: bytes or a size such as \"2GiB\"; null = the device's capacity. "
+     "Command line: --device-memory.",
+     true},
+    {"strata.memory.host_limit", K::size, "null",
+     "Host memory cap; null = none. Command line: --host-memory.", true},
+    {"strata.memory.nvme_limit", K::size, "null",
+     "NVMe space cap; null = none. Command line: --nvme-memory.", true},
+    {"strata.model", K::object, "{}", "The model (examples/train_gpt)."},
+    {"strata.model.type", K::string, "\"gpt\"", "Model family; \"gpt\" (GPT-2 architecture)."},
+    {"strata.model.n_layer", K::integer, "12", "Transformer blocks."},
+    {"strata.model.n_head", K::integer, "12",
+     "Attention heads (divides n_embd and by tensor_parallel_size)."},
+    {"strata.model.n_embd", K::integer, "768", "Embedding width."},
+    {"strata.model.block_size", K::integer, "1024", "Context length in tokens."},
+    {"strata.model.vocab_size", K::integer, "50257", "Vocabulary size."},
+    {"strata.model.dropout", K::number, "0.0", "Must be 0: Strata's GPT has no dropout yet."},
+    {"strata.data", K::object, "{}", "Training data."},
+    {"strata.data.train", K::string, "null", "Token file for training.", true},
+    {"strata.data.valid", K::string, "null", "Token file for evaluation.", true},
+    {"strata.data.shuffle", K::boolean, "true", "Shuffle samples each epoch."},
+    {"strata.data.seed", K::integer, "strata.seed", "Seed of the sampler."},
+    {"strata.eval", K::object, "{}", "Evaluation on strata.data.valid."},
+    {"strata.eval.interval", K::integer, "0", "Evaluate every this many steps; 0 = never."},
+    {"strata.eval.iters", K::integer, "20", "Batches per evaluation."},
+    {"strata.sample", K::object, "{}", "Text sampled from the model after training."},
+    {"strata.sample.tokens", K::integer, "0", "Tokens to generate; 0 = no sampling."},
+    {"strata.sample.temperature", K::number, "1.0", "Softmax temperature (> 0)."},
+    {"strata.sample.top_k", K::integer, "0", "Sample among the k most likely tokens; 0 = all."},
+    {"strata.checkpoint", K::object, "{}", "Checkpoint policy."},
+    {"strata.checkpoint.dir", K::string, "null", "Directory of checkpoints; null = no checkpoints.",
+     true},
+    {"strata.checkpoint.interval", K::integer, "0",
+     "Save every this many steps; 0 = only at the end of training (when dir is set)."},
+    {"strata.checkpoint.save_total_limit", K::integer, "0",
+     "Newest checkpoints kept; 0 = keep all."},
+    {"strata.checkpoint.keep_every", K::integer, "0",
+     "Also keep checkpoints whose step is a multiple of this; 0 = none."},
+    {"strata.checkpoint.async", K::boolean, "false", "Write checkpoints in the background."},
+    {"strata.checkpoint.resume", K::string, "\"auto\"",
+     "\"auto\" = newest complete checkpoint in dir if any, \"none\" = start fresh, or a checkpoint "
+     "path."},
+    {"strata.comm", K::object, "{}", "Communication."},
+    {"strata.comm.timeout_s", K::number, "300.0",
+     "Seconds a collective may take before it is reported as hung."},
+};
+
+// DeepSpeed keys Strata deliberately does not take, with what to do instead.
+struct Hint {
+  std::string_view path, hint;
+};
+constexpr Hint kHints[] = {
+    {"activation_checkpointing",
+     "Strata's switch is strata.activation_checkpointing (true or false)"},
+    {"bfloat16", "write bf16"},
+    {"amp", "Strata has no apex AMP: use fp16 or bf16"},
+    {"pipeline", "set strata.pipeline_parallel_size"},
+    {"tensor_parallel", "set strata.tensor_parallel_size"},
+    {"zero_optimization.cpu_offload",
+     "deprecated in DeepSpeed: set zero_optimization.offload_optimizer.device to \"cpu\""},
+    {"zero_optimization.cpu_offload_params",
+     "deprecated in DeepSpeed: set zero_optimization.offload_param.device to \"cpu\""},
+    {"zero_allow_untested_optimizer",
+     "Strata's ZeRO works with all of its optimizers: remove the key"},
+    {"zero_force_ds_cpu_optimizer",
+     "the offloaded optimizer step always runs on Strata's CPU optimizer: remove the key"},
+    {"fp16.auto_cast", "Strata casts per layer itself: remove the key"},
+    {"tensorboard", "Strata prints its log to stdout: remove the key"},
+    {"wandb", "Strata prints its log to stdout: remove the key"},
+    {"flops_profiler", "not supported by Strata: remove the key"},
+    {"prescale_gradients", "not supported by Strata: remove the key"},
+    {"gradient_predivide_factor", "not supported by Strata: remove the key"},
+};
+
+std::string_view parent_of(std::string_view path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string_view::npos ? std::string_view{} : path.substr(0, dot);
+}
+
+std::string_view leaf_of(std::string_view path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string_view::npos ? path : path.substr(dot + 1);
+}
+
+bool integral(const nlohmann::json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.2e18;
+}
+
+bool kind_matches(Kind k, const nlohmann::json& v) {
+  switch (k) {
+    case Kind::boolean:
+      return v.is_boolean();
+    case Kind::integer:
+      return integral(v);
+    case Kind::number:
+      return v.is_number();
+    case Kind::string:
+      return v.is_string();
+    case Kind::size:
+      return v.is_string() || (integral(v) && v.get<double>() >= 0);
+    case Kind::number_pair:
+      return v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number();
+    case Kind::object:
+      return v.is_object();
+  }
+  return false;
+}
+
+void check_object(const nlohmann::json& obj, const std::string& prefix) {
+  // Unknown keys at this level first, then kinds, then children.
+  for (const auto& [key, value] : obj.items()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (!find_key(path)) unknown_key(path);
+  }
+  for (const auto& [key, value] : obj.items()) {
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    const KeySpec& spec = *find_key(path);
+    if (value.is_null() && spec.nullable) continue;
+    if (!kind_matches(spec.kind, value)) {
+      user_fail("config", "{} must be {}, got {} ({})", path, kind_name(spec.kind), value.dump(),
+                json_type_name(value));
+    }
+    if (spec.kind == Kind::size && value.is_string()) {
+      try {
+        (void)parse_bytes(value.get<std::string>());
+      } catch (const UserError&) {
+        user_fail("config",
+                  "{} is {}; allowed: a byte count such as 1073741824 or a size such as "
+                  "\"512MiB\", \"2GiB\", \"1.5GB\" (KiB/MiB/GiB/TiB are powers of 1024, "
+                  "KB/MB/GB/TB of 1000)",
+                  path, value.dump());
+      }
+    }
+  }
+  for (const auto& [key, value] : obj.items()) {
+    if (value.is_object()) check_object(value, prefix.empty() ? key : prefix + "." + key);
+  }
+}
+
+}  // namespace
+
+std::span<const KeySpec> schema() {
+  return kSchema;
+}
+
+const KeySpec* find_key(std::string_view path) {
+  for (const auto& k : kSchema)
+    if (k.path == path) return &k;
+  return nullptr;
+}
+
+std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::boolean:
+      return "true or false";
+    case Kind::integer:
+      return "an integer";
+    case Kind::number:
+      return "a number";
+    case Kind::string:
+      return "a string";
+    case Kind::size:
+      return "a byte count or a size string such as \"2GiB\"";
+    case Kind::number_pair:
+      return "an array of two numbers";
+    case Kind::object:
+      return "an object";
+  }
+  return "?";
+}
+
+std::string json_type_name(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return fmt::format("an array of {}", v.size());
+  return "an object";
+}
+
+void unknown_key(std::string_view path) {
+  for (const auto& h : kHints)
+    if (h.path == path)
+      user_fail("config", "'{}' is a DeepSpeed key Strata does not take: {}", path, h.hint);
+  const std::string_view parent = parent_of(path);
+  const std::string_view leaf = leaf_of(path);
+  const KeySpec* parent_spec = parent.empty() ? nullptr : find_key(parent);
+  if (!parent.empty() && parent_spec && parent_spec->kind != Kind::object)
+    user_fail("config", "unknown key '{}': {} takes {}, not keys", path, parent,
+              kind_name(parent_spec->kind));
+  // Siblings first: the common typo.
+  std::vector<std::string> siblings, sibling_paths;
+  for (const auto& k : kSchema) {
+    if (parent_of(k.path) == parent) {
+      siblings.emplace_back(leaf_of(k.path));
+      sibling_paths.emplace_back(k.path);
+    }
+  }
+  if (auto best = closest(leaf, siblings)) {
+    const std::string full = parent.empty() ? *best : fmt::format("{}.{}", parent, *best);
+    user_fail("config", "unknown key '{}'; did you mean '{}'?", path, full);
+  }
+  // Then the same name elsewhere: a key put in the wrong section.
+  std::vector<std::string> elsewhere;
+  for (const auto& k : kSchema)
+    if (edit_distance(leaf_of(k.path), leaf) <= 1) elsewhere.emplace_back(k.path);
+  if (!elsewhere.empty())
+    user_fail("config", "unknown key '{}'; did you mean '{}'?", path,
+              fmt::join(elsewhere, "' or '"));
+  if (siblings.empty()) user_fail("config", "unknown key '{}': {} takes no keys", path, parent);
+  user_fail("config", "unknown key '{}'; valid keys {}: {}", path,
+            parent.empty() ? std::string("at the top level") : fmt::format("in {}", parent),
+            fmt::join(siblings, ", "));
+}
+
+void check_structure(const nlohmann::json& doc) {
+  if (!doc.is_object())
+    user_fail("config", "a config must be a JSON object {{...}}, got {}", json_type_name(doc));
+  check_object(doc, "");
+}
+
+}  // namespace strata::config

@@ -1,0 +1,207 @@
+#include "framework/config/validate.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "framework/core/error.hpp"
+
+namespace strata::config {
+
+namespace {
+
+template <typename Offload>
+void check_offload_path(const Offload& o, std::string_view section) {
+  if (o.device == OffloadDevice::nvme && o.nvme_path.empty())
+    user_fail("config",
+              "{}.device is \"nvme\" but {}.nvme_path is not set: name a directory on the NVMe "
+              "drive",
+              section, section);
+  if (o.device != OffloadDevice::nvme && !o.nvme_path.empty())
+    user_fail("config",
+              "{}.nvme_path is set but {}.device is \"{}\": set device to \"nvme\" or remove "
+              "nvme_path",
+              section, section, to_string(o.device));
+}
+
+std::int64_t mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    user_fail("config", "batch arithmetic overflows: {} × {} does not fit in 64 bits", a, b);
+  return r;
+}
+
+}  // namespace
+
+void check_rules(const Config& c) {
+  if (c.fp16.enabled && c.bf16.enabled)
+    user_fail("config", "fp16.enabled and bf16.enabled are both true; enable at most one");
+  if (c.fp16.enabled && c.fp16.dynamic() &&
+      c.fp16.min_loss_scale > std::ldexp(1.0, static_cast<int>(c.fp16.initial_scale_power)))
+    user_fail("config",
+              "fp16.min_loss_scale {} is above the initial loss scale 2^{} = {}; lower "
+              "min_loss_scale or raise initial_scale_power",
+              c.fp16.min_loss_scale, c.fp16.initial_scale_power,
+              std::ldexp(1.0, static_cast<int>(c.fp16.initial_scale_power)));
+
+  if (c.optimizer.type == OptimizerType::sgd && c.optimizer.nesterov && c.optimizer.momentum <= 0)
+    user_fail("config",
+              "optimizer.params.nesterov is true but optimizer.params.momentum is {}; Nesterov "
+              "momentum needs momentum > 0",
+              c.optimizer.momentum);
+
+  const Scheduler& s = c.scheduler;
+  if (s.type == SchedulerType::warmup_decay_lr || s.type == SchedulerType::warmup_cosine_lr) {
+    if (s.total_num_steps == 0)
+      user_fail("config",
+                "scheduler.type {} needs scheduler.params.total_num_steps (the step at which "
+                "the decay ends)",
+                to_string(s.type));
+    if (s.total_num_steps < s.warmup_num_steps)
+      user_fail(
+          "config",
+          "scheduler.params.total_num_steps {} is less than scheduler.params.warmup_num_steps "
+          "{}; the decay would end before warmup does",
+          s.total_num_steps, s.warmup_num_steps);
+  }
+
+  const Zero& z = c.zero_optimization;
+  if (z.offload_param.device != OffloadDevice::none && z.stage != 3)
+    user_fail("config",
+              "zero_optimization.offload_param.device is \"{}\" but zero_optimization.stage is {}; "
+              "parameter offload needs stage 3",
+              to_string(z.offload_param.device), z.stage);
+  if (z.offload_optimizer.device != OffloadDevice::none && z.stage == 0)
+    user_fail(
+        "config",
+        "zero_optimization.offload_optimizer.device is \"{}\" but zero_optimization.stage is 0; "
+        "optimizer offload needs stage 1, 2 or 3",
+        to_string(z.offload_optimizer.device));
+  check_offload_path(z.offload_optimizer, "zero_optimization.offload_optimizer");
+  check_offload_path(z.offload_param, "zero_optimization.offload_param");
+
+  if (c.aio.block_size % 4096 != 0)
+    user_fail("config", "aio.block_size is {}; allowed: a multiple of 4096 (O_DIRECT alignment)",
+              c.aio.block_size);
+
+  const StrataSection& st = c.strata;
+  const Model& m = st.model;
+  if (m.n_embd % m.n_head != 0)
+    user_fail("config", "strata.model.n_embd {} is not divisible by strata.model.n_head {}",
+              m.n_embd, m.n_head);
+  if (m.n_head % st.tensor_parallel_size != 0)
+    user_fail("config",
+              "strata.model.n_head {} is not divisible by strata.tensor_parallel_size {}; tensor "
+              "parallelism splits the heads",
+              m.n_head, st.tensor_parallel_size);
+  if (m.n_layer < st.pipeline_parallel_size)
+    user_fail("config",
+              "strata.pipeline_parallel_size {} is more than strata.model.n_layer {}; every "
+              "pipeline stage needs at least one block",
+              st.pipeline_parallel_size, m.n_layer);
+  if (st.sample.top_k > m.vocab_size)
+    user_fail("config", "strata.sample.top_k {} is more than strata.model.vocab_size {}",
+              st.sample.top_k, m.vocab_size);
+
+  const auto positive = [](const std::optional<std::uint64_t>& v, std::string_view key) {
+    if (v && *v == 0)
+      user_fail("config", "{} is 0; allowed: a positive size, or null for no cap", key);
+  };
+  positive(st.memory.device_limit, "strata.memory.device_limit");
+  positive(st.memory.host_limit, "strata.memory.host_limit");
+  positive(st.memory.nvme_limit, "strata.memory.nvme_limit");
+
+  const CheckpointPolicy& ck = st.checkpoint;
+  if (ck.dir.empty()) {
+    if (ck.interval > 0)
+      user_fail("config", "strata.checkpoint.interval is {} but strata.checkpoint.dir is not set",
+                ck.interval);
+    if (ck.save_total_limit > 0)
+      user_fail("config",
+                "strata.checkpoint.save_total_limit is {} but strata.checkpoint.dir is not set",
+                ck.save_total_limit);
+    if (ck.keep_every > 0)
+      user_fail("config", "strata.checkpoint.keep_every is {} but strata.checkpoint.dir is not set",
+                ck.keep_every);
+  }
+}
+
+void check_batch_given(const Config& c) {
+  const std::int64_t t = c.train_batch_size, m = c.train_micro_batch_size_per_gpu,
+                     g = c.gradient_accumulation_steps;
+  if (t == 0 && m == 0)
+    user_fail("config",
+              "set train_batch_size or train_micro_batch_size_per_gpu (or both); "
+              "train_batch_size = train_micro_batch_size_per_gpu × gradient_accumulation_steps × "
+              "data-parallel size");
+  if (t && m && g && t % mul(m, g) != 0)
+    user_fail("config",
+              "train_batch_size {} is not a multiple of train_micro_batch_size_per_gpu {} × "
+              "gradient_accumulation_steps {} = {}, so no data-parallel size makes them agree",
+              t, m, g, mul(m, g));
+  if (t && m && !g && t % m != 0)
+    user_fail("config",
+              "train_batch_size {} is not a multiple of train_micro_batch_size_per_gpu {}", t, m);
+  if (t && g && !m && t % g != 0)
+    user_fail("config", "train_batch_size {} is not a multiple of gradient_accumulation_steps {}",
+              t, g);
+}
+
+void resolve_batch(Config& c, std::int64_t dp) {
+  if (dp < 1) user_fail("config", "the data-parallel size is {}; it must be at least 1", dp);
+  check_batch_given(c);
+  std::int64_t& t = c.train_batch_size;
+  std::int64_t& m = c.train_micro_batch_size_per_gpu;
+  std::int64_t& g = c.gradient_accumulation_steps;
+  if (t && m && g) {
+    if (t != mul(mul(m, g), dp))
+      user_fail("config",
+                "batch sizes disagree: train_batch_size {} != train_micro_batch_size_per_gpu {} × "
+                "gradient_accumulation_steps {} × data-parallel size {} = {}",
+                t, m, g, dp, mul(mul(m, g), dp));
+  } else if (t && m) {
+    if (t % mul(m, dp) != 0)
+      user_fail("config",
+                "train_batch_size {} is not divisible by train_micro_batch_size_per_gpu {} × "
+                "data-parallel size {} = {}, so gradient_accumulation_steps cannot be derived",
+                t, m, dp, mul(m, dp));
+    g = t / mul(m, dp);
+  } else if (t && g) {
+    if (t % mul(g, dp) != 0)
+      user_fail("config",
+                "train_batch_size {} is not divisible by gradient_accumulation_steps {} × "
+                "data-parallel size {} = {}, so train_micro_batch_size_per_gpu cannot be derived",
+                t, g, dp, mul(g, dp));
+    m = t / mul(g, dp);
+  } else if (m && g) {
+    t = mul(mul(m, g), dp);
+  } else if (t) {
+    if (t % dp != 0)
+      user_fail("config",
+                "train_batch_size {} is not divisible by the data-parallel size {}, so "
+                "train_micro_batch_size_per_gpu cannot be derived (gradient_accumulation_steps 1)",
+                t, dp);
+    g = 1;
+    m = t / dp;
+  } else {
+    g = 1;
+    t = mul(m, dp);
+  }
+  c.data_parallel_size = dp;
+}
+
+std::int64_t data_parallel_size(const Config& c, std::int64_t world_size) {
+  if (world_size < 1)
+    user_fail("config", "the world size is {}; it must be at least 1", world_size);
+  const std::int64_t model_parallel =
+      c.strata.tensor_parallel_size * c.strata.pipeline_parallel_size;
+  if (world_size % model_parallel != 0)
+    user_fail("config",
+              "world size {} is not divisible by strata.tensor_parallel_size {} × "
+              "strata.pipeline_parallel_size {} = {}",
+              world_size, c.strata.tensor_parallel_size, c.strata.pipeline_parallel_size,
+              model_parallel);
+  return world_size / model_parallel;
+}
+
+}  // namespace strata::config

@@ -1,0 +1,197 @@
+// Loading never trusts a file: corrupt bytes, truncated or missing rank files, a missing
+// manifest and a `latest` that names a broken step are all detected, named, and (for resume)
+// skipped with a warning in favour of the previous complete checkpoint.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "ckpt_test_util.hpp"
+#include "framework/checkpoint/catalog.hpp"
+#include "framework/checkpoint/checkpoint_error.hpp"
+#include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/latest.hpp"
+#include "framework/checkpoint/reader.hpp"
+#include "framework/checkpoint/shard_file.hpp"
+#include "framework/checkpoint/verify.hpp"
+
+namespace strata::checkpoint {
+namespace {
+
+using testing::TempDir;
+using testing::throws_with;
+namespace fs = std::filesystem;
+
+const std::string kWte = "transformer.wte.weight";
+
+std::vector<float> read_all(CheckpointReader& r, const std::string& kind, const std::string& name) {
+  return r.read_f32(kind, name);
+}
+
+TEST(Integrity, CorruptByteIsCaughtAndNamed) {
+  TempDir tmp;
+  const std::string dir = testing::save_toy(tmp.str(), 5, 2);
+  const std::string file = dir + "/rank_00000.h5";
+  const std::string dataset = "/exp_avg/" + kWte;
+  EXPECT_TRUE(verify_checkpoint(dir).ok());
+  testing::flip_byte(file, testing::dataset_offset(file, dataset) + 9);
+
+  CheckpointReader r(dir);
+  EXPECT_NO_THROW(read_all(r, "param", kWte));  // other datasets are intact
+  try {
+    read_all(r, "exp_avg", kWte);
+    FAIL() << "corruption not detected";
+  } catch (const CheckpointError& e) {
+    EXPECT_EQ(e.file(), file);
+    EXPECT_EQ(e.dataset(), dataset);
+    EXPECT_NE(std::string(e.what()).find("checksum mismatch"), std::string::npos) << e.what();
+  }
+  const VerifyReport rep = verify_checkpoint(dir);
+  ASSERT_EQ(rep.faults.size(), 1u);
+  EXPECT_NE(rep.faults[0].find(file), std::string::npos);
+  EXPECT_NE(rep.faults[0].find(dataset), std::string::npos);
+  // The structural check does not read data, so it passes.
+  EXPECT_TRUE(verify_checkpoint(dir, VerifyLevel::structure).ok());
+}
+
+TEST(Integrity, TruncatedFileIsCaught) {
+  TempDir tmp;
+  const std::string dir = testing::save_toy(tmp.str(), 5, 3);
+  const std::string file = dir + "/rank_00001.h5";
+  fs::resize_file(file, fs::file_size(file) / 2);
+  CheckpointReader r(dir);
+  EXPECT_TRUE(throws_with<CheckpointError>(
+      [&] { read_all(r, "param", "transformer.h.0.attn.c_attn.weight"); }, {file, "truncated"}));
+  const VerifyReport rep = verify_checkpoint(dir, VerifyLevel::structure);
+  ASSERT_EQ(rep.faults.size(), 1u);
+  EXPECT_NE(rep.faults[0].find("rank_00001.h5: file is"), std::string::npos) << rep.faults[0];
+}
+
+TEST(Integrity, MissingRankFileIsCaught) {
+  TempDir tmp;
+  const std::string dir = testing::save_toy(tmp.str(), 5, 4);
+  fs::remove(dir + "/rank_00002.h5");
+  CheckpointReader r(dir);
+  EXPECT_TRUE(throws_with<CheckpointError>(
+      [&] { read_all(r, "param", "transformer.h.0.attn.c_attn.weight"); },
+      {"rank_00002.h5", "missing"}));
+  const VerifyReport rep = verify_checkpoint(dir);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_NE(rep.faults[0].find("rank_00002.h5: rank file is missing"), std::string::npos);
+}
+
+TEST(Integrity, ForeignFileWithRightSizeIsCaught) {
+  TempDir tmp;
+  const std::string a = testing::save_toy(tmp / "a", 5, 2);
+  const std::string b = testing::save_toy(tmp / "b", 6, 2);
+  // Same size (same layout), different step: the header and checksums disagree.
+  fs::copy_file(b + "/rank_00001.h5", a + "/rank_00001.h5", fs::copy_options::overwrite_existing);
+  const VerifyReport rep = verify_checkpoint(a);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_NE(rep.faults[0].find("at step 6"), std::string::npos) << rep.faults[0];
+}
+
+TEST(Integrity, WithoutManifestItIsNotACheckpoint) {
+  TempDir tmp;
+  const std::string dir = testing::save_toy(tmp.str(), 5, 2);
+  fs::remove(dir + "/manifest.json");
+  EXPECT_TRUE(throws_with<CheckpointError>([&] { CheckpointReader r(dir); }, {"no manifest"}));
+  EXPECT_TRUE(list_complete_checkpoints(tmp.str()).empty());
+  EXPECT_EQ(list_step_dirs(tmp.str()).size(), 1u);
+  EXPECT_FALSE(verify_checkpoint(dir).ok());
+}
+
+TEST(Integrity, RankStateIsCheckedAgainstTheManifest) {
+  TempDir tmp;
+  const std::string dir = testing::save_toy(tmp.str(), 5, 2);
+  const auto m = read_manifest(dir);
+  ShardFile f(dir + "/rank_00001.h5");
+  EXPECT_NO_THROW(f.rank_state(&m.files[1].state_checksum));
+  const std::uint32_t other = m.files[1].state_checksum ^ 1u;
+  EXPECT_TRUE(throws_with<CheckpointError>([&] { f.rank_state(&other); },
+                                           {"rank_00001.h5", "/state/rank", "checksum mismatch"}));
+}
+
+class FindLatest : public ::testing::Test {
+ protected:
+  std::vector<std::string> warnings;
+  FindOptions options() {
+    FindOptions o;
+    o.warn = [this](const std::string& w) { warnings.push_back(w); };
+    return o;
+  }
+};
+
+TEST_F(FindLatest, FollowsLatest) {
+  TempDir tmp;
+  EXPECT_FALSE(find_latest(tmp.str(), options()));  // empty root: no checkpoint
+  EXPECT_FALSE(find_latest(tmp / "does-not-exist", options()));
+  testing::save_toy(tmp.str(), 10, 2);
+  testing::save_toy(tmp.str(), 20, 2);
+  EXPECT_EQ(read_latest(tmp.str()), "step_00000020");
+  const auto found = find_latest(tmp.str(), options());
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, 20);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(resolve_checkpoint_dir(tmp.str()), tmp / "step_00000020");
+  EXPECT_EQ(resolve_checkpoint_dir(tmp / "step_00000010"), tmp / "step_00000010");
+}
+
+TEST_F(FindLatest, LatestOnIncompleteStepFallsBackWithWarning) {
+  TempDir tmp;
+  testing::save_toy(tmp.str(), 10, 2);
+  const std::string d20 = testing::save_toy(tmp.str(), 20, 2);
+  fs::remove(d20 + "/rank_00001.h5");  // step 20 incomplete, `latest` still names it
+  const auto found = find_latest(tmp.str(), options());
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, 10);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].find("rank_00001.h5"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("falling back"), std::string::npos) << warnings[0];
+
+  FindOptions strict = options();
+  strict.fallback = false;
+  EXPECT_TRUE(
+      throws_with<CheckpointError>([&] { find_latest(tmp.str(), strict); }, {"rank_00001.h5"}));
+}
+
+TEST_F(FindLatest, CorruptDataIsSkippedAtFullVerification) {
+  TempDir tmp;
+  testing::save_toy(tmp.str(), 10, 2);
+  const std::string d20 = testing::save_toy(tmp.str(), 20, 2);
+  const std::string file = d20 + "/rank_00000.h5";
+  testing::flip_byte(file, testing::dataset_offset(file, "/param/" + kWte));
+  FindOptions o = options();
+  EXPECT_EQ(find_latest(tmp.str(), o)->step, 20);  // structure only: looks fine
+  o.level = VerifyLevel::full;
+  EXPECT_EQ(find_latest(tmp.str(), o)->step, 10);
+}
+
+TEST_F(FindLatest, NewerCompleteCheckpointWinsOverStalePointer) {
+  TempDir tmp;
+  testing::save_toy(tmp.str(), 10, 1);
+  testing::save_toy(tmp.str(), 20, 1);
+  update_latest_atomic(tmp.str(), "step_00000010");  // as if we crashed between manifest and latest
+  const auto found = find_latest(tmp.str(), options());
+  EXPECT_EQ(found->step, 20);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("newer and complete"), std::string::npos);
+}
+
+TEST_F(FindLatest, NothingUsableIsAnErrorNotAFreshStart) {
+  TempDir tmp;
+  const std::string d = testing::save_toy(tmp.str(), 10, 1);
+  fs::remove(d + "/manifest.json");
+  EXPECT_TRUE(throws_with<CheckpointError>([&] { find_latest(tmp.str(), options()); },
+                                           {"no usable checkpoint", "step_00000010"}));
+  // A `latest` naming a directory that is gone.
+  TempDir tmp2;
+  update_latest_atomic(tmp2.str(), "step_00000300");
+  EXPECT_TRUE(throws_with<CheckpointError>([&] { find_latest(tmp2.str(), options()); },
+                                           {"step_00000300", "does not exist"}));
+  write_file_atomic(tmp2 / "latest", "../../etc\n");
+  EXPECT_TRUE(throws_with<UserError>([&] { resolve_checkpoint_dir(tmp2.str()); },
+                                     {"latest", "not a step"}));
+}
+
+}  // namespace
+}  // namespace strata::checkpoint

@@ -1,0 +1,118 @@
+// The commit protocol with several ranks (threads standing in for processes, the AllRanksOk
+// callback an AND over a barrier): a failure on any rank means no manifest and no `latest` move,
+// reported on every rank; success commits once, on rank 0.
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "ckpt_test_util.hpp"
+#include "framework/checkpoint/catalog.hpp"
+#include "framework/checkpoint/latest.hpp"
+#include "framework/checkpoint/reader.hpp"
+
+namespace strata::checkpoint {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+// An all-reduce(AND) over `world` threads.
+class AndReduce {
+ public:
+  explicit AndReduce(int world) : barrier_(world), world_(world) {}
+  bool operator()(bool ok) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!ok) failed_ = true;
+    }
+    barrier_.arrive_and_wait();
+    bool result;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      result = !failed_;
+    }
+    barrier_.arrive_and_wait();  // everyone has read the result
+    if (++left_ % world_ == 0) {
+      std::lock_guard<std::mutex> l(mu_);
+      failed_ = false;  // reset for the next call
+    }
+    barrier_.arrive_and_wait();
+    return result;
+  }
+
+ private:
+  std::barrier<> barrier_;
+  int world_;
+  std::mutex mu_;
+  bool failed_ = false;
+  std::atomic<int> left_{0};
+};
+
+// Runs a save of `world` ranks in threads; rank `bad` (if >= 0) is given an invalid slice.
+std::vector<std::string> run_ranks(const std::string& root, std::int64_t step, int world, int bad) {
+  AndReduce reduce(world);
+  std::vector<std::string> errors(static_cast<std::size_t>(world));
+  std::vector<float> data(12);
+  for (int i = 0; i < 12; ++i) data[i] = static_cast<float>(i + step);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      SaveSpec spec;
+      spec.root = root;
+      spec.rank = r;
+      spec.header.step = step;
+      spec.header.layout = WorldLayout{world, world, 1, 1};
+      const std::int64_t per = 12 / world;
+      std::vector<SliceRef> slices = {SliceRef{"param", "w", Shape{3, 4}, DType::f32, r * per,
+                                               (r + 1) * per, data.data() + r * per}};
+      if (r == bad) slices[0].end = 13;  // outside the parameter: this rank fails to write
+      try {
+        save_checkpoint(spec, slices, RankState{}, [&](bool ok) { return reduce(ok); });
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+TEST(SaveProtocol, AllRanksSucceedThenRankZeroCommits) {
+  TempDir tmp;
+  const auto errors = run_ranks(tmp.str(), 3, 3, -1);
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_EQ(read_latest(tmp.str()), "step_00000003");
+  CheckpointReader r(tmp / "step_00000003");
+  EXPECT_EQ(r.manifest().layout.world, 3);
+  EXPECT_EQ(r.read_f32("param", "w")[11], 14.0f);
+}
+
+TEST(SaveProtocol, OneFailingRankMeansNoCommitAnywhere) {
+  TempDir tmp;
+  run_ranks(tmp.str(), 1, 3, -1);
+  const auto errors = run_ranks(tmp.str(), 2, 3, 1);
+  EXPECT_NE(errors[1].find("outside"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[0].find("another rank failed"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[2].find("another rank failed"), std::string::npos) << errors[2];
+  EXPECT_FALSE(fs::exists(tmp / "step_00000002/manifest.json"));
+  EXPECT_FALSE(fs::exists(tmp / "step_00000002/rank_00001.h5"));
+  EXPECT_FALSE(fs::exists(tmp / "step_00000002/rank_00001.h5.tmp"));
+  EXPECT_EQ(read_latest(tmp.str()), "step_00000001");
+  EXPECT_EQ(find_latest(tmp.str())->step, 1);
+}
+
+TEST(SaveProtocol, ResavingAStepReplacesItCompletely) {
+  TempDir tmp;
+  run_ranks(tmp.str(), 4, 2, -1);
+  run_ranks(tmp.str(), 4, 2, -1);
+  EXPECT_TRUE(verify_checkpoint(tmp / "step_00000004").ok());
+  // A failed re-save leaves no manifest: the step is no longer a checkpoint.
+  run_ranks(tmp.str(), 4, 2, 0);
+  EXPECT_FALSE(fs::exists(tmp / "step_00000004/manifest.json"));
+}
+
+}  // namespace
+}  // namespace strata::checkpoint

@@ -1,0 +1,186 @@
+// Bad configs: each must be refused with a message naming the key, the value and what is allowed.
+#include <gtest/gtest.h>
+
+#include "framework/config/config.hpp"
+#include "tests/unit/config/expect_error.hpp"
+
+namespace strata::config {
+namespace {
+
+struct BadConfig {
+  const char* name;
+  const char* json_text;
+  std::vector<std::string> fragments;
+};
+
+void PrintTo(const BadConfig& b, std::ostream* os) {
+  *os << b.name;
+}
+
+class BadConfigTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(BadConfigTest, IsRefusedWithItsOwnMessage) {
+  const BadConfig& b = GetParam();
+  const json doc = json::parse(b.json_text);
+  EXPECT_TRUE(testing::fails_with([&] { parse_config(doc); }, b.fragments));
+}
+
+// Valid except for what each case breaks.
+#define MICRO "\"train_micro_batch_size_per_gpu\": 4"
+
+const BadConfig kBad[] = {
+    {"TopLevelTypo",
+     R"({"train_micro_batch_size_per_gp": 8})",
+     {"[config] unknown key 'train_micro_batch_size_per_gp'",
+      "did you mean 'train_micro_batch_size_per_gpu'?"}},
+    {"NestedTypo",
+     "{" MICRO R"(, "zero_optimization": {"stgae": 2}})",
+     {"unknown key 'zero_optimization.stgae'", "did you mean 'zero_optimization.stage'?"}},
+    {"KeyInWrongSection",
+     "{" MICRO R"(, "stage": 2})",
+     {"unknown key 'stage'", "did you mean 'zero_optimization.stage'?"}},
+    {"NothingClose",
+     "{" MICRO R"(, "strata": {"model": {"flux_capacitor": 1}}})",
+     {"unknown key 'strata.model.flux_capacitor'",
+      "valid keys in strata.model: type, n_layer, n_head"}},
+    {"DeepSpeedKeyWithHint",
+     "{" MICRO R"(, "activation_checkpointing": {}})",
+     {"'activation_checkpointing' is a DeepSpeed key Strata does not take",
+      "strata.activation_checkpointing"}},
+    {"NotAnObject", "[1, 2]", {"a config must be a JSON object", "an array of 2"}},
+    {"SectionWrongType",
+     "{" MICRO R"(, "fp16": true})",
+     {"fp16 must be an object, got true (a boolean)"}},
+    {"StageAsString",
+     "{" MICRO R"(, "zero_optimization": {"stage": "3"}})",
+     {"zero_optimization.stage must be an integer, got \"3\" (a string)"}},
+    {"StageOutOfRange",
+     "{" MICRO R"(, "zero_optimization": {"stage": 4}})",
+     {"zero_optimization.stage is 4; allowed: an integer from 0 to 3"}},
+    {"NegativeMicroBatch",
+     R"({"train_micro_batch_size_per_gpu": -1})",
+     {"train_micro_batch_size_per_gpu is -1; allowed: an integer >= 1"}},
+    {"FractionalMicroBatch",
+     R"({"train_micro_batch_size_per_gpu": 2.5})",
+     {"train_micro_batch_size_per_gpu must be an integer, got 2.5 (a number)"}},
+    {"Fp16AndBf16",
+     "{" MICRO R"(, "fp16": {"enabled": true}, "bf16": {"enabled": true}})",
+     {"fp16.enabled and bf16.enabled are both true; enable at most one"}},
+    {"MinScaleAboveInitial",
+     "{" MICRO R"(, "fp16": {"enabled": true, "initial_scale_power": 2, "min_loss_scale": 8}})",
+     {"fp16.min_loss_scale 8 is above the initial loss scale 2^2 = 4"}},
+    {"OffloadParamWithoutStage3",
+     "{" MICRO R"(, "zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})",
+     {"zero_optimization.offload_param.device is \"cpu\" but zero_optimization.stage is 2",
+      "needs stage 3"}},
+    {"OffloadOptimizerStage0",
+     "{" MICRO R"(, "zero_optimization": {"offload_optimizer": {"device": "cpu"}}})",
+     {"zero_optimization.offload_optimizer.device is \"cpu\" but zero_optimization.stage is 0",
+      "needs stage 1, 2 or 3"}},
+    {"NvmeWithoutPath",
+     "{" MICRO R"(, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}}})",
+     {"zero_optimization.offload_optimizer.device is \"nvme\" but "
+      "zero_optimization.offload_optimizer.nvme_path is not set"}},
+    {"PathWithoutNvme",
+     "{" MICRO
+     R"(, "zero_optimization": {"stage": 3, "offload_param": {"device": "cpu", "nvme_path": "/nvme"}}})",
+     {"zero_optimization.offload_param.nvme_path is set but zero_optimization.offload_param.device "
+      "is \"cpu\""}},
+    {"OffloadDeviceTypo",
+     "{" MICRO R"(, "zero_optimization": {"stage": 3, "offload_param": {"device": "nvm"}}})",
+     {"zero_optimization.offload_param.device is \"nvm\"; allowed: \"none\", \"cpu\", \"nvme\"",
+      "did you mean \"nvme\"?"}},
+    {"HeadsDoNotDivideWidth",
+     "{" MICRO R"(, "strata": {"model": {"n_embd": 100, "n_head": 3}}})",
+     {"strata.model.n_embd 100 is not divisible by strata.model.n_head 3"}},
+    {"TensorParallelZero",
+     "{" MICRO R"(, "strata": {"tensor_parallel_size": 0}})",
+     {"strata.tensor_parallel_size is 0; allowed: an integer >= 1"}},
+    {"HeadsNotSplittable",
+     "{" MICRO R"(, "strata": {"tensor_parallel_size": 5}})",
+     {"strata.model.n_head 12 is not divisible by strata.tensor_parallel_size 5"}},
+    {"MoreStagesThanLayers",
+     "{" MICRO R"(, "strata": {"pipeline_parallel_size": 4, "model": {"n_layer": 2}}})",
+     {"strata.pipeline_parallel_size 4 is more than strata.model.n_layer 2"}},
+    {"UnsupportedOptimizer",
+     "{" MICRO R"(, "optimizer": {"type": "Lamb"}})",
+     {"optimizer.type is \"Lamb\"; allowed: \"Adam\", \"AdamW\", \"SGD\""}},
+    {"OptimizerTypo",
+     "{" MICRO R"(, "optimizer": {"type": "AdamWW"}})",
+     {"did you mean \"AdamW\"?"}},
+    {"ParamOfAnotherOptimizer",
+     "{" MICRO R"(, "optimizer": {"type": "SGD", "params": {"betas": [0.9, 0.99]}}})",
+     {"optimizer.params.betas is not a parameter of SGD; SGD takes: lr, momentum, weight_decay, "
+      "nesterov"}},
+    {"NegativeLearningRate",
+     "{" MICRO R"(, "optimizer": {"params": {"lr": -0.001}}})",
+     {"optimizer.params.lr is -0.001; allowed: a number >= 0"}},
+    {"BetaOfOne",
+     "{" MICRO R"(, "optimizer": {"params": {"betas": [0.9, 1.0]}}})",
+     {"optimizer.params.betas is [0.9,1.0]; allowed: two numbers, each in [0, 1)"}},
+    {"CoupledAdam",
+     "{" MICRO R"(, "optimizer": {"type": "Adam", "params": {"adam_w_mode": false}}})",
+     {"optimizer.params.adam_w_mode is false; allowed: true"}},
+    {"NesterovWithoutMomentum",
+     "{" MICRO R"(, "optimizer": {"type": "sgd", "params": {"nesterov": true}}})",
+     {"optimizer.params.nesterov is true but optimizer.params.momentum is 0"}},
+    {"CosineWithoutTotal",
+     "{" MICRO R"(, "scheduler": {"type": "WarmupCosineLR"}})",
+     {"scheduler.type WarmupCosineLR needs scheduler.params.total_num_steps"}},
+    {"DecayEndsBeforeWarmup",
+     "{" MICRO
+     R"(, "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 10, "warmup_num_steps": 100}}})",
+     {"scheduler.params.total_num_steps 10 is less than scheduler.params.warmup_num_steps 100"}},
+    {"SchedulerParamsWithoutType",
+     "{" MICRO R"(, "scheduler": {"params": {"warmup_num_steps": 10}}})",
+     {"scheduler.params.warmup_num_steps is given but scheduler.type is not set"}},
+    {"WarmupTypeUnknown",
+     "{" MICRO R"(, "scheduler": {"type": "WarmupLR", "params": {"warmup_type": "cosine"}}})",
+     {"scheduler.params.warmup_type is \"cosine\"; allowed: \"log\", \"linear\""}},
+    {"CosineParamOnWarmupLR",
+     "{" MICRO R"(, "scheduler": {"type": "WarmupLR", "params": {"cos_min_ratio": 0.1}}})",
+     {"scheduler.params.cos_min_ratio is not a parameter of WarmupLR"}},
+    {"BadSizeString",
+     "{" MICRO R"(, "strata": {"memory": {"device_limit": "2 GX"}}})",
+     {"strata.memory.device_limit is \"2 GX\"; allowed: a byte count", "\"2GiB\""}},
+    {"NegativeSize",
+     "{" MICRO R"(, "strata": {"memory": {"host_limit": -5}}})",
+     {"strata.memory.host_limit must be a byte count or a size string such as \"2GiB\", got -5"}},
+    {"ZeroSize",
+     "{" MICRO R"(, "strata": {"memory": {"nvme_limit": "0GiB"}}})",
+     {"strata.memory.nvme_limit is 0; allowed: a positive size, or null for no cap"}},
+    {"Dropout",
+     "{" MICRO R"(, "strata": {"model": {"dropout": 0.1}}})",
+     {"strata.model.dropout is 0.1; allowed: 0"}},
+    {"DeviceGpu",
+     "{" MICRO R"(, "strata": {"device": "gpu"}})",
+     {"strata.device is \"gpu\"; allowed: \"cpu\", \"cuda\""}},
+    {"EmptyDir",
+     "{" MICRO R"(, "strata": {"checkpoint": {"dir": ""}}})",
+     {"strata.checkpoint.dir is \"\"; allowed: a non-empty string or null"}},
+    {"IntervalWithoutDir",
+     "{" MICRO R"(, "strata": {"checkpoint": {"interval": 100}}})",
+     {"strata.checkpoint.interval is 100 but strata.checkpoint.dir is not set"}},
+    {"UnalignedAioBlock",
+     "{" MICRO R"(, "aio": {"block_size": 5000}})",
+     {"aio.block_size is 5000; allowed: a multiple of 4096"}},
+    {"NoBatchSize",
+     R"({"gradient_accumulation_steps": 2})",
+     {"set train_batch_size or train_micro_batch_size_per_gpu"}},
+    {"BatchNotAMultiple",
+     R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2})",
+     {"train_batch_size 30 is not a multiple of train_micro_batch_size_per_gpu 4 × "
+      "gradient_accumulation_steps 2 = 8"}},
+    {"TopKAboveVocab",
+     "{" MICRO R"(, "strata": {"sample": {"top_k": 300}, "model": {"vocab_size": 256}}})",
+     {"strata.sample.top_k 300 is more than strata.model.vocab_size 256"}},
+    {"ZeroTemperature",
+     "{" MICRO R"(, "strata": {"sample": {"temperature": 0}}})",
+     {"strata.sample.temperature is 0; allowed: a number > 0"}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Config, BadConfigTest, ::testing::ValuesIn(kBad),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace strata::config
