@@ -1,0 +1,82 @@
+// Group: a set of ranks that communicate — a cheap value (rank, size, split) over a shared
+// CommImpl. Every call is non-blocking and returns a Work. CPU buffers go to MPI (or the local
+// transport when run without a launcher), CUDA buffers to NCCL.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/core/tensor.hpp"
+#include "parallel/comm/buffer.hpp"
+#include "parallel/comm/reduce_op.hpp"
+#include "parallel/comm/work.hpp"
+
+namespace strata::parallel {
+
+struct GroupState;
+class CommImpl;
+struct Call;
+
+class Group {
+ public:
+  Group() = default;  // not a group: every call throws; see init_world()
+  explicit Group(std::shared_ptr<GroupState> s);
+
+  bool valid() const { return s_ != nullptr; }
+  int rank() const;
+  int size() const;
+  const std::string& name() const;
+  const std::vector<int>& world_ranks() const;  // world rank of each member, by group rank
+  std::string describe() const;                 // "group 'world' (size 4, world ranks [0..3])"
+  std::string_view transport() const;           // transport of CPU buffers: "mpi" or "local"
+
+  // The group of the ranks that pass the same color (>= 0), ordered by (key, rank). Collective
+  // over this group: every member must call it. The child is named `name`, or "<name>.<color>",
+  // and inherits the timeout and validation setting.
+  Group split(int color, int key, std::string name = {}) const;
+
+  // How long Work::wait() waits (default: strata.comm.timeout_s, 300 s). Shared by all copies;
+  // set it on every rank.
+  std::chrono::milliseconds timeout() const;
+  void set_timeout(std::chrono::milliseconds t) const;
+  // Validation: before each collective runs, the ranks exchange (seq, op, dtype, count) and a
+  // mismatch fails the call on every rank, naming the ranks. Costs one tiny all-gather per
+  // collective; off by default (a stall is explained anyway when a wait times out). Must be the
+  // same on every rank.
+  bool validate() const;
+  void set_validate(bool on) const;
+  // Collectives posted on this group so far (the next one is number sequence() + 1).
+  std::uint64_t sequence() const;
+
+  // Tensor calls: contiguous tensors, kept alive by the Work until it completes.
+  Work all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum) const;  // in place
+  Work all_reduce(const Tensor& in, const Tensor& out, ReduceOp op = ReduceOp::sum) const;
+  // in has size()*n elements, out n: rank r gets the reduction of block r.
+  Work reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op = ReduceOp::sum) const;
+  // in has n elements, out size()*n: block r is rank r's input.
+  Work all_gather(const Tensor& in, const Tensor& out) const;
+  Work broadcast(const Tensor& t, int root) const;
+  Work send(const Tensor& t, int dst, int tag = 0) const;
+  Work recv(const Tensor& t, int src, int tag = 0) const;
+  Work barrier() const;
+
+  // The same over raw memory (the caller keeps it alive until the Work completes).
+  Work all_reduce(ConstSpan in, Span out, ReduceOp op = ReduceOp::sum) const;
+  Work reduce_scatter(ConstSpan in, Span out, ReduceOp op = ReduceOp::sum) const;
+  Work all_gather(ConstSpan in, Span out) const;
+  Work broadcast(Span buf, int root) const;
+  Work send(ConstSpan buf, int dst, int tag = 0) const;
+  Work recv(Span buf, int src, int tag = 0) const;
+
+ private:
+  GroupState& state() const;
+  Work start(OpDesc op, ConstSpan in, Span out, void (CommImpl::*fn)(const Call&),
+             std::vector<std::shared_ptr<const void>> keep = {}) const;
+
+  std::shared_ptr<GroupState> s_;
+};
+
+}  // namespace strata::parallel

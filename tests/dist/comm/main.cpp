@@ -1,0 +1,70 @@
+// Main of the multi-rank communication tests: initialises the world through Strata, prints
+// gtest output on rank 0 only (other ranks print their failures prefixed with their rank), and
+// fails every rank when any rank failed.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "parallel/comm/init.hpp"
+#include "tests/dist/comm/dist_env.hpp"
+
+namespace strata::test {
+
+namespace {
+parallel::Group g_world;
+
+// Prints only failures, as "[rank N] file:line: message".
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: failure in %s\n%s\n", rank_,
+                 r.file_name() ? r.file_name() : "?", r.line_number(), current_.c_str(),
+                 r.message());
+  }
+  void OnTestStart(const ::testing::TestInfo& t) override {
+    current_ = std::string(t.test_suite_name()) + "." + t.name();
+  }
+
+ private:
+  int rank_;
+  std::string current_;
+};
+}  // namespace
+
+const parallel::Group& world() {
+  return g_world;
+}
+void set_world(const parallel::Group& g) {
+  g_world = g;
+}
+
+}  // namespace strata::test
+
+int main(int argc, char** argv) {
+  using namespace strata;
+  ::testing::InitGoogleTest(&argc, argv);
+  std::int32_t failed = 0;
+  {
+    parallel::InitOptions opts;
+    opts.strict = true;                       // these tests must run under mpirun
+    opts.timeout = std::chrono::seconds(60);  // a broken test fails instead of hanging
+    parallel::World w(opts);
+    const parallel::Group& g = w.group();
+    test::set_world(g);
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    if (g.rank() != 0) {
+      delete listeners.Release(listeners.default_result_printer());
+      listeners.Append(new test::RankFailurePrinter(g.rank()));
+    }
+    failed = RUN_ALL_TESTS() != 0;
+    std::int32_t mine = failed;
+    g.all_reduce(parallel::span(&mine, 1), parallel::span(&failed, 1), parallel::ReduceOp::max)
+        .wait();
+    if (g.rank() == 0 && failed && !mine)
+      std::fprintf(stderr, "[  FAILED  ] another rank failed (see its [rank N] lines above)\n");
+    test::set_world(parallel::Group());
+  }
+  return failed ? 1 : 0;
+}
