@@ -71,7 +71,9 @@ void run_adamw(bool clip) {
     EXPECT_LT(std::abs(loss - losses[s]) / losses[s], 1e-5) << "step " << s << ": " << loss << " vs " << losses[s];
     m.gpt.backward(ctx, trainer.loss_scale());
     auto r = trainer.step();
-    if (clip) EXPECT_LT(std::abs(r.grad_norm - norms[s]) / norms[s], 1e-4) << "norm at step " << s;
+    if (clip) {
+      EXPECT_LT(std::abs(r.grad_norm - norms[s]) / norms[s], 1e-4) << "norm at step " << s;
+    }
   }
   for (auto* p : m.store.parameters()) {
     const double e = rel_max_err(p->value.to_vector(), fx.f32((clip ? "final_clip/" : "final/") + p->name));

@@ -134,7 +134,9 @@ TEST(GptTraining, AccumulatedMicroBatchesEqualOneBigBatch) {
     }
     la /= k;
     EXPECT_NEAR(la, lb, 1e-6 * std::abs(lb)) << "step " << step;
-    if (step == 0) EXPECT_LT(test::rel_max_err(acc.all_grads(), big.all_grads()), 1e-6);
+    if (step == 0) {
+      EXPECT_LT(test::rel_max_err(acc.all_grads(), big.all_grads()), 1e-6);
+    }
     auto rb = tb.step();
     auto ra = ta.step();
     EXPECT_NEAR(ra.grad_norm, rb.grad_norm, 1e-6 * rb.grad_norm) << "step " << step;
