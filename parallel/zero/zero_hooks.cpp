@@ -145,7 +145,11 @@ void ZeroHooks::before_forward(int unit) {
   if (opts_.stage < 3) return;
   const auto u = static_cast<std::size_t>(unit);
   acquire(u);
-  prefetch(u + 1);
+  // Forward visits 0, 1, ..., n-1 and then 0 again for the tied LM head: after the head the next
+  // unit needed is the one backward starts with, not unit 1.
+  const bool head_reuse = u == 0 && last_forward_ == static_cast<std::int64_t>(store_.num_units()) - 1;
+  if (!head_reuse) prefetch(u + 1);
+  last_forward_ = unit;
 }
 
 void ZeroHooks::after_forward(int unit) {
@@ -155,6 +159,7 @@ void ZeroHooks::after_forward(int unit) {
 void ZeroHooks::before_backward(int unit) {
   const auto u = static_cast<std::size_t>(unit);
   if (opts_.stage >= 3) {
+    last_forward_ = -1;
     acquire(u);
     // Backward visits the head (unit 0), then the last unit down to 1.
     const std::size_t next = u == 0 ? store_.num_units() - 1 : u - 1;

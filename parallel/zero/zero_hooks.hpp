@@ -93,6 +93,7 @@ class ZeroHooks : public nn::UnitHooks {
   std::vector<PendingReduce> pending_;
   std::vector<Gathered> gathered_;
   std::int64_t live_elements_ = 0;
+  std::int64_t last_forward_ = -1;  // unit of the previous before_forward (-1: new pass)
   CommVolume volume_;
 };
 
