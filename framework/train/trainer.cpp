@@ -18,8 +18,9 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
-Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions)
-    : store_(store), opts_(opts), red_(std::move(reductions)) {
+Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions,
+                 std::unique_ptr<OptimizerStateStore> states)
+    : store_(store), opts_(opts), red_(std::move(reductions)), states_(std::move(states)) {
   const double base_lr = opts.optimizer == OptimizerKind::adamw ? opts.adamw.lr : opts.sgd.lr;
   if (opts.optimizer == OptimizerKind::adamw) optim::validate(opts.adamw);
   else optim::validate(opts.sgd);
@@ -30,17 +31,13 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
   STRATA_CHECK(store.options().grad_dtype == pd, "train",
                "gradients ({}) must have the parameters' dtype ({})",
                dtype_name(store.options().grad_dtype), dtype_name(pd));
-  const TensorOptions mem = store.options().memory.with(Category::optimizer);
+  if (!states_) states_ = make_memory_state_store(store.options().memory);
   for (std::size_t u = 0; u < store.num_units(); ++u) {
-    UnitState s;
-    const Shape shape{store.layout(u).hi - store.layout(u).lo};
-    if (pd != DType::f32) {
-      s.master = Tensor::empty(shape, DType::f32, mem);
-      s.master.copy_from(store.value_shard(u));
-    }
-    s.m = Tensor::zeros(shape, DType::f32, mem);
-    if (opts.optimizer == OptimizerKind::adamw) s.v = Tensor::zeros(shape, DType::f32, mem);
-    state_.push_back(std::move(s));
+    StateLayout l;
+    l.elements = store.layout(u).hi - store.layout(u).lo;
+    l.master = pd != DType::f32;
+    l.second_moment = opts.optimizer == OptimizerKind::adamw;
+    states_->create(u, l, store.value_shard(u));
   }
 }
 
@@ -49,7 +46,11 @@ float Trainer::loss_scale() const { return scaler_ ? static_cast<float>(scaler_-
 double Trainer::current_lr() const { return schedule_->lr_for_update(updates_ + 1); }
 
 Tensor Trainer::master_shard(std::size_t u) const {
-  return state_[u].master.defined() ? state_[u].master : store_.value_shard(u);
+  const TensorOptions host = store_.options().memory.with(Tier::host).with(Category::other);
+  UnitOptimizerState& s = states_->acquire(u);
+  Tensor out = (s.master.defined() ? s.master : store_.value_shard(u)).to(DType::f32, host);
+  states_->release(u, false);
+  return out;
 }
 
 namespace {
@@ -114,9 +115,10 @@ StepResult Trainer::step() {
   const std::int64_t k = updates_ + 1;
   r.lr = schedule_->lr_for_update(k);
   const DType pd = store_.options().param_dtype;
+  states_->begin_step();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
-    UnitState& s = state_[u];
+    UnitOptimizerState& s = states_->acquire(u);
     const Tensor vshard = store_.value_shard(u);
     float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
     auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
@@ -162,7 +164,9 @@ StepResult Trainer::step() {
           optim::sgd_step(master + off, grad + off, s.m.data<float>() + off, n, h, k, grad_scale);
       }
     }
+    states_->release(u, true);
   }
+  states_->end_step();
   if (scaler_) scaler_->update(false);
   store_.zero_grads();
   ++updates_;

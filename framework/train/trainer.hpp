@@ -14,6 +14,7 @@
 #include "framework/optim/lr_schedule.hpp"
 #include "framework/optim/sgd.hpp"
 #include "framework/precision/loss_scaler.hpp"
+#include "framework/train/state_store.hpp"
 
 namespace strata::train {
 
@@ -50,7 +51,9 @@ struct ShardReductions {
 class Trainer {
  public:
   // Updates the owned slice [lo, hi) of every unit of `store` (all of it without sharding).
-  Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions = {});
+  // Optimizer state lives in `states` (default: resident beside the parameters).
+  Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions = {},
+          std::unique_ptr<OptimizerStateStore> states = nullptr);
 
   // The factor backward passes multiply d(loss) by (loss scale for fp16, else 1).
   float loss_scale() const;
@@ -62,14 +65,10 @@ class Trainer {
   double current_lr() const;
   const TrainerOptions& options() const { return opts_; }
 
-  // Optimizer state of the owned slice of each unit (for checkpoints and memory reports).
-  struct UnitState {
-    Tensor master;  // f32 copy of the owned parameters when they are 16-bit (else undefined)
-    Tensor m, v;    // AdamW moments, or SGD momentum in m (v undefined)
-  };
-  const UnitState& unit_state(std::size_t u) const { return state_[u]; }
-  UnitState& unit_state(std::size_t u) { return state_[u]; }
-  // The f32 master values of the owned slice: the master copy, or the parameters themselves.
+  // Optimizer state of the owned slices (checkpoints): acquire, use, release.
+  OptimizerStateStore& states() { return *states_; }
+  // A copy of the f32 master values of unit u's owned slice (the master copy, or the
+  // parameters themselves when they are f32).
   Tensor master_shard(std::size_t u) const;
   precision::LossScaler* scaler() const { return scaler_.get(); }
   void set_updates(std::int64_t n) { updates_ = n; }
@@ -83,7 +82,7 @@ class Trainer {
   std::unique_ptr<optim::LRSchedule> schedule_;
   std::unique_ptr<precision::LossScaler> scaler_;
   ShardReductions red_;
-  std::vector<UnitState> state_;
+  std::unique_ptr<OptimizerStateStore> states_;
   std::int64_t updates_ = 0;
 };
 
