@@ -21,6 +21,7 @@
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/dp_engine.hpp"
 #include "parallel/grid/grid.hpp"
+#include "parallel/zero/zero_memory.hpp"
 
 using namespace strata;
 
@@ -81,6 +82,11 @@ int run(const Args& a) {
   if (a.threads > 0) cpu::set_num_threads(a.threads);
 
   if (lead) std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
+  const auto& zo = cfg.zero_optimization;
+  if (zo.offload_optimizer.device != config::OffloadDevice::none ||
+      zo.offload_param.device != config::OffloadDevice::none)
+    user_fail("train_gpt", "zero_optimization.offload_optimizer / offload_param are not "
+              "implemented yet: set their device to \"none\"");
   if (cfg.strata.data.train.empty())
     user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
               "`strata data prepare --input TEXT --output PREFIX`)");
@@ -134,6 +140,21 @@ int run(const Args& a) {
   std::printf("batch: %d micro x %d accumulation x %d dp = %lld sequences (%lld tokens) per step; %d threads\n",
               micro, accum, grid.dp_size(), static_cast<long long>(cfg.train_batch_size),
               static_cast<long long>(cfg.train_batch_size) * T, cpu::num_threads());
+  {
+    double psi = 0;
+    for (std::size_t u = 0; u < store.num_units(); ++u) psi += static_cast<double>(store.layout(u).padded);
+    const double pb = static_cast<double>(dtype_size(pd));
+    const double ob = (pd == DType::f32 ? 0.0 : 4.0) + 4.0 +
+                      (cfg.optimizer.type == config::OptimizerType::sgd ? 0.0 : 4.0);
+    const auto pred = parallel::zero_prediction(stage, grid.dp_size(), psi, pb, pb, ob);
+    parallel::ModelStateBytes got;
+    got.params = static_cast<double>(ledger.current(Tier::device, Category::params));
+    got.grads = static_cast<double>(ledger.current(Tier::device, Category::grads));
+    got.optimizer = static_cast<double>(ledger.current(Tier::device, Category::optimizer));
+    std::printf("ZeRO stage %d on %d ranks, model states per rank:\n  measured:   %s\n  "
+                "prediction: %s\n", stage, grid.dp_size(), parallel::describe(got).c_str(),
+                parallel::describe(pred).c_str());
+  }
   std::printf("memory after set-up (rank 0):\n%s", ledger.report().c_str());
   std::fflush(stdout);
   }
