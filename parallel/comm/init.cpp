@@ -4,6 +4,7 @@
 #include <mutex>
 #include <numeric>
 #include <string_view>
+#include <thread>
 
 #include "framework/core/error.hpp"
 #include "parallel/comm/group_state.hpp"
@@ -49,6 +50,26 @@ bool default_validate(const InitOptions& o) {
   return v && std::string_view(v) != "0" && std::string_view(v) != "";
 }
 
+// How long a waiting thread drives MPI progress itself before sleeping. Spinning pays off only
+// when every rank has a core: with more ranks on this node than cores (mpirun --oversubscribe,
+// as in the tests on 2 cores) a spinning waiter steals the core a peer needs to reach the
+// collective, so then it yields at once (Open MPI's mpi_yield_when_idle makes the same choice).
+// STRATA_COMM_SPIN_MS overrides.
+std::chrono::milliseconds default_spin(const InitOptions& o) {
+  if (const char* v = std::getenv("STRATA_COMM_SPIN_MS")) {
+    char* end = nullptr;
+    const long ms = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || ms < 0)
+      user_fail("comm", "STRATA_COMM_SPIN_MS='{}' is not a non-negative number of milliseconds", v);
+    return std::chrono::milliseconds(ms);
+  }
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (local && cores > 0 && std::strtol(local, nullptr, 10) > static_cast<long>(cores))
+    return std::chrono::milliseconds(0);
+  return o.spin;
+}
+
 }  // namespace
 
 Group init_world(const InitOptions& o) {
@@ -78,7 +99,7 @@ Group init_world(const InitOptions& o) {
   st->tracker = std::make_shared<SeqTracker>(0);
   if (transport == "mpi") {
     if (!mpi::is_available()) fail("comm", "the MPI transport is not available in this build");
-    WorldTransport wt = mpi::init(MpiOptions{o.spin}, st->tracker);
+    WorldTransport wt = mpi::init(MpiOptions{default_spin(o)}, st->tracker);
     try {
       check_world_size(launch, o.expected_size, wt.comm->size());
     } catch (...) {
