@@ -1,5 +1,7 @@
 // train_gpt: the main job — trains a GPT-2-style model on a token file as configured by a
-// DeepSpeed-style JSON config, reporting progress, memory, validation loss and a sample.
+// DeepSpeed-style JSON config, reporting progress, memory, validation loss and a sample;
+// checkpoints and resumes (strata.checkpoint), stops gracefully on SIGTERM/SIGINT and reports
+// progress to the launcher (STRATA_PROGRESS_DIR).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -9,7 +11,10 @@
 #include <iostream>
 #include <optional>
 
+#include "examples/train_gpt/checkpoints.hpp"
 #include "examples/train_gpt/progress.hpp"
+#include "examples/train_gpt/progress_file.hpp"
+#include "examples/train_gpt/stop_signal.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/config/config.hpp"
 #include "framework/data/eval_sampler.hpp"
@@ -33,6 +38,9 @@ struct Args {
   config::MemoryFlags memory;
   std::string metrics;
   int threads = 0;
+  std::string resume;          // overrides strata.checkpoint.resume
+  std::string checkpoint_dir;  // overrides strata.checkpoint.dir
+  std::int64_t exit_after_steps = 0;  // stop after this many steps of this run (0: never)
 };
 
 // Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks.
@@ -67,6 +75,8 @@ int run(const Args& a) {
   if (!a.memory.device.empty()) overrides.push_back("strata.memory.device_limit=" + a.memory.device);
   if (!a.memory.host.empty()) overrides.push_back("strata.memory.host_limit=" + a.memory.host);
   if (!a.memory.nvme.empty()) overrides.push_back("strata.memory.nvme_limit=" + a.memory.nvme);
+  if (!a.checkpoint_dir.empty()) overrides.push_back("strata.checkpoint.dir=" + a.checkpoint_dir);
+  if (!a.resume.empty()) overrides.push_back("strata.checkpoint.resume=" + a.resume);
   config::Config cfg = config::load_config(a.config, overrides);
   parallel::InitOptions init;
   init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
@@ -77,6 +87,9 @@ int run(const Args& a) {
     user_fail("train_gpt", "tensor_parallel_size {} / pipeline_parallel_size {}: only data "
               "parallelism is implemented so far; set both to 1", grid.tp_size(), grid.pp_size());
   const bool lead = world.group().rank() == 0;
+  examples::install_stop_handlers();
+  std::optional<examples::ProgressFile> progress =
+      examples::ProgressFile::from_env(world.group().rank());
   config::resolve_batch(cfg, grid.dp_size());
   train::apply_memory_caps(cfg, ledger);
   if (a.threads > 0) cpu::set_num_threads(a.threads);
@@ -130,6 +143,7 @@ int run(const Args& a) {
   eo.zero.persistence_threshold = z.stage3_param_persistence_threshold;
   parallel::DataParallelEngine engine(dp, model, store, trainer, eo);
   auto next_batch = [&](std::int32_t* in, std::int32_t* tgt) { sampler.next(in, tgt); };
+  examples::TrainCheckpoints checkpoints(cfg, world.group(), dp, store, trainer, sampler);
 
   if (lead) {
   std::printf("world: %d ranks (dp %d x tp %d x pp %d) over %s\n", world.group().size(),
@@ -158,10 +172,13 @@ int run(const Args& a) {
   std::printf("memory after set-up (rank 0):\n%s", ledger.report().c_str());
   std::fflush(stdout);
   }
+  const std::int64_t start = checkpoints.resume();
+  if (lead) std::fflush(stdout);
 
   std::ofstream metrics;
   if (!a.metrics.empty() && lead) {
-    metrics.open(a.metrics);
+    // A resumed run continues the file of the run it resumes.
+    metrics.open(a.metrics, start > 0 ? std::ios::app : std::ios::trunc);
     if (!metrics) user_fail("train_gpt", "cannot write metrics file {}", a.metrics);
   }
 
@@ -169,7 +186,10 @@ int run(const Args& a) {
   const auto t0 = clock::now();
   auto last = t0;
   std::int64_t tokens_since = 0;
-  for (std::int64_t step = 1; step <= steps; ++step) {
+  std::int64_t step = start;  // the last completed step
+  bool stopped = false;
+  while (step < steps && !stopped) {
+    ++step;
     ledger.reset_peaks();
     const parallel::EngineStep es = engine.train_step(next_batch);
     examples::StepReport r;
@@ -184,12 +204,12 @@ int run(const Args& a) {
     tokens_since += static_cast<std::int64_t>(accum) * micro * T * grid.dp_size();
     const auto now = clock::now();
     r.elapsed_s = std::chrono::duration<double>(now - t0).count();
-    r.eta_s = r.elapsed_s / static_cast<double>(step) * static_cast<double>(steps - step);
+    r.eta_s = r.elapsed_s / static_cast<double>(step - start) * static_cast<double>(steps - step);
     const bool eval_now = valid_file && cfg.strata.eval.interval > 0 &&
                           (step % cfg.strata.eval.interval == 0 || step == steps);
     if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp,
                                    engine.eval_context());
-    const bool print = step == 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
+    const bool print = step == start + 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
     if (print && lead) {
       r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
       std::printf("%s\n", examples::progress_line(r).c_str());
@@ -205,8 +225,31 @@ int run(const Args& a) {
       last = clock::now();
       tokens_since = 0;
     }
+    // Every rank stops at the same step: agree on signals and background-save failures.
+    std::int32_t flags[2] = {examples::stop_requested() ? 1 : 0,
+                             checkpoints.background_failed() ? 1 : 0};
+    if (world.group().size() > 1)
+      world.group().all_reduce(parallel::span(flags, 2), parallel::span(flags, 2),
+                               parallel::ReduceOp::max).wait();
+    if (flags[1]) checkpoints.finish();  // throws on every rank
+    const bool exit_now = a.exit_after_steps > 0 && step - start >= a.exit_after_steps;
+    stopped = (flags[0] || exit_now) && step < steps;  // at the last step it is a finish
+    if (stopped && lead) {
+      std::printf("stopping after step %lld (%s)\n", static_cast<long long>(step),
+                  flags[0] ? examples::stop_signal_name() : "--exit-after-steps");
+      std::fflush(stdout);
+    }
+    if (checkpoints.due(step) || (checkpoints.enabled() && (stopped || step == steps)))
+      checkpoints.save(step);
+    if (progress) progress->step(step);
   }
+  if (checkpoints.enabled() && checkpoints.last_saved() != step) checkpoints.save(step);
+  checkpoints.finish();  // the last background save is complete (or its error thrown)
   if (lead) std::printf("peak memory (rank 0):\n%s", ledger.report().c_str());
+  if (stopped) {
+    if (lead) std::fflush(stdout);
+    return 0;
+  }
 
   // Every rank samples (ZeRO-3 gathers parameters collectively); rank 0 prints.
   if (cfg.strata.sample.tokens > 0) {
@@ -223,6 +266,7 @@ int run(const Args& a) {
       std::printf("sample (temperature %.2f, top-k %d):\n%s\n", so.temperature, so.top_k,
                   gc.vocab_size == 256 ? decode_bytes(out).c_str() : "(token ids; vocab is not bytes)");
   }
+  if (progress) progress->done(step);
   return 0;
 }
 
@@ -238,6 +282,15 @@ int main(int argc, char** argv) {
   app.add_option("--nvme-memory", a.memory.nvme, "cap the nvme tier");
   app.add_option("--metrics", a.metrics, "write one JSON line per step to this file");
   app.add_option("--threads", a.threads, "compute threads (default: all cores)");
+  app.add_option("--resume", a.resume,
+                 "auto (newest complete checkpoint), none, or a checkpoint directory "
+                 "(default: strata.checkpoint.resume)");
+  app.add_option("--checkpoint-dir", a.checkpoint_dir,
+                 "where checkpoints go (overrides strata.checkpoint.dir)");
+  app.add_option("--exit-after-steps", a.exit_after_steps,
+                 "stop after this many steps of this run, saving a checkpoint when a "
+                 "checkpoint directory is set (simulates an interruption)")
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,47 @@
+// train_gpt's checkpoint policy on top of parallel::Checkpointer: resume at start-up
+// (strata.checkpoint.resume / --resume: auto, none or a path), save every
+// strata.checkpoint.interval steps, when stopping early and at the end (when
+// strata.checkpoint.dir is set), retention, and background saves (strata.checkpoint.async).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "framework/config/config.hpp"
+#include "framework/data/sampler.hpp"
+#include "parallel/engine/checkpointing.hpp"
+
+namespace strata::examples {
+
+class TrainCheckpoints {
+ public:
+  // Collective over world.
+  TrainCheckpoints(const config::Config& cfg, const parallel::Group& world,
+                   const parallel::Group& dp, nn::ParamStore& store, train::Trainer& trainer,
+                   data::BatchSampler& sampler);
+
+  // Collective. Loads the checkpoint the config asks for into the model, trainer and sampler;
+  // returns the step to continue after (0: fresh start). Rank 0 prints what it did.
+  std::int64_t resume();
+  // A checkpoint directory is configured.
+  bool enabled() const { return !ckpt_.options().root.empty(); }
+  // strata.checkpoint.interval says to save after `step`.
+  bool due(std::int64_t step) const;
+  // Collective. Saves `step` (in the background with strata.checkpoint.async).
+  void save(std::int64_t step);
+  std::optional<std::int64_t> last_saved() const { return last_saved_; }
+  // Local: a background save failed on this rank (agree on it before acting).
+  bool background_failed() { return ckpt_.background_failed(); }
+  // Collective: waits for a background save; throws on every rank if any rank's failed.
+  void finish() { ckpt_.finish(); }
+
+ private:
+  const config::Config& cfg_;
+  bool lead_;
+  data::BatchSampler& sampler_;
+  parallel::Checkpointer ckpt_;
+  std::optional<std::int64_t> last_saved_;
+};
+
+}  // namespace strata::examples

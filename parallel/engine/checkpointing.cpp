@@ -1,0 +1,456 @@
+#include "parallel/engine/checkpointing.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "framework/checkpoint/checkpoint_error.hpp"
+#include "framework/checkpoint/compat.hpp"
+#include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/flat_range.hpp"
+#include "framework/checkpoint/naming.hpp"
+#include "framework/checkpoint/reader.hpp"
+#include "framework/checkpoint/save.hpp"
+#include "framework/checkpoint/shard_writer.hpp"
+#include "framework/checkpoint/staging.hpp"
+#include "framework/checkpoint/verify.hpp"
+#include "framework/core/convert.hpp"
+#include "framework/precision/loss_scaler.hpp"
+#include "parallel/engine/rank_agreement.hpp"
+
+namespace strata::parallel {
+
+namespace ck = strata::checkpoint;
+
+namespace {
+
+// ---- what a unit holds ----
+
+std::vector<ck::FlatParam> flat_params(const nn::UnitLayout& l) {
+  std::vector<ck::FlatParam> out;
+  for (std::size_t i = 0; i < l.params.size(); ++i)
+    out.push_back({l.params[i]->name, l.params[i]->shape, l.offsets[i]});
+  return out;
+}
+
+std::vector<ck::ExpectedParam> expected_params(const nn::ParamStore& store) {
+  std::vector<ck::ExpectedParam> out;
+  for (const nn::Parameter* p : store.parameters()) out.push_back({p->name, p->shape});
+  return out;
+}
+
+// The optimizer-state kinds a trainer keeps, in its buffers' order (m, v).
+std::vector<std::string_view> moment_kinds(const train::Trainer& t) {
+  if (t.options().optimizer == train::OptimizerKind::adamw) return {ck::kExpAvg, ck::kExpAvgSq};
+  return {ck::kMomentum};
+}
+
+const char* optimizer_name(const train::Trainer& t) {
+  return t.options().optimizer == train::OptimizerKind::adamw ? "adamw" : "sgd";
+}
+
+// The f32 master of unit u's owned slice: the trainer's copy for 16-bit parameters, else the
+// parameters themselves.
+const Tensor& master_of(const nn::ParamStore& store, const train::UnitOptimizerState& s,
+                        const Tensor& value_shard) {
+  return store.options().param_dtype == DType::f32 ? value_shard : s.master;
+}
+
+// A host tensor with t's contents: t itself when it is on the CPU.
+Tensor on_host(const Tensor& t, std::vector<Tensor>& keep) {
+  if (!t.device().is_cuda()) return t;
+  keep.push_back(t.to(t.dtype(), TensorOptions{}.with(Tier::host).with(Category::other)));
+  return keep.back();
+}
+
+// Slices of `kind` for [a, b) of unit l, whose owned buffer `owned` starts at flat element lo.
+std::vector<ck::SliceRef> unit_slices(const nn::UnitLayout& l, std::int64_t a, std::int64_t b,
+                                      std::string_view kind, const Tensor& owned) {
+  if (a >= b) return {};
+  const auto* base = static_cast<const unsigned char*>(owned.raw());
+  return ck::slices_for_flat_range(
+      flat_params(l), a, b, kind,
+      base + static_cast<std::size_t>(a - l.lo) * dtype_size(owned.dtype()), owned.dtype());
+}
+
+}  // namespace
+
+std::pair<std::int64_t, std::int64_t> checkpoint_save_range(const nn::UnitLayout& l, int stage,
+                                                            int dp_size, int dp_rank) {
+  if (stage >= 1) return {l.lo, std::min(l.hi, l.numel)};
+  const std::int64_t n = l.numel;
+  return {n * dp_rank / dp_size, n * (dp_rank + 1) / dp_size};
+}
+
+// ---- construction ----
+
+Checkpointer::Checkpointer(const Group& world, const Group& dp, nn::ParamStore& store,
+                           train::Trainer& trainer, int zero_stage, CheckpointOptions options)
+    : world_(world),
+      dp_(dp),
+      store_(store),
+      trainer_(trainer),
+      stage_(zero_stage),
+      opts_(std::move(options)) {
+  STRATA_CHECK(world_.size() == dp_.size(), "checkpoint",
+               "world of {} ranks but dp {}: only data parallelism is implemented for checkpoints",
+               world_.size(), dp_.size());
+  STRATA_CHECK(zero_stage >= 0 && zero_stage <= 3, "checkpoint", "ZeRO stage {} is not 0-3",
+               zero_stage);
+  agree_ = world_.split(0, world_.rank(), world_.name() + ".checkpoint");
+  agree_.set_timeout(std::max(opts_.agree_timeout, world_.timeout()));
+  if (opts_.async) {
+    Group g = agree_;
+    saver_ = std::make_unique<ck::AsyncSaver>([g](bool ok) { return all_ranks_ok(g, ok); });
+  }
+}
+
+Checkpointer::~Checkpointer() {
+  if (background_error_) {
+    try {
+      std::rethrow_exception(background_error_);
+    } catch (const std::exception& e) {
+      ck::warn_to_stderr(fmt::format("background checkpoint save failed: {}", e.what()));
+    }
+  }
+}  // saver_'s destructor waits for the save in flight
+
+// ---- saving ----
+
+ck::TrainState Checkpointer::train_state(const JobState& job) const {
+  ck::TrainState s;
+  s.optimizer = optimizer_name(trainer_);
+  s.optimizer_updates = trainer_.updates();
+  s.scheduler_steps = trainer_.updates();  // the LR schedule is a function of the update count
+  if (const precision::LossScaler* sc = trainer_.scaler()) {
+    ck::LossScalerRecord r;
+    r.dynamic = sc->dynamic();
+    r.cur_scale = sc->scale();
+    if (const auto* d = dynamic_cast<const precision::DynamicLossScaler*>(sc)) {
+      const precision::LossScalerState st = d->state();
+      r.cur_iter = st.cur_iter;
+      r.last_overflow_iter = st.last_overflow_iter;
+      r.cur_hysteresis = st.cur_hysteresis;
+    }
+    s.loss_scaler = r;
+  }
+  s.sampler = job.sampler;
+  s.extra = job.extra;
+  return s;
+}
+
+void Checkpointer::save(const JobState& job) {
+  STRATA_CHECK(!opts_.root.empty(), "checkpoint", "no checkpoint directory configured");
+  ck::SaveSpec spec;
+  spec.root = opts_.root;
+  spec.rank = world_.rank();
+  spec.header.step = job.step;
+  spec.header.config = job.config;
+  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), 1, 1};
+  spec.header.zero_stage = stage_;
+  spec.header.state = train_state(job);
+  spec.retention = opts_.retention;
+  ck::RankState rs = job.rank;
+  // Self-description: which dp rank wrote the file, and the (shared) data position.
+  rs.extra["dp_rank"] = dp_.rank();
+  if (job.sampler)
+    rs.extra["sampler"] = {{"position", job.sampler->position}, {"epoch", job.sampler->epoch}};
+  if (opts_.async) {
+    save_async(std::move(spec), std::move(rs));
+    return;
+  }
+  std::exception_ptr err;
+  try {
+    save_sync(spec, rs);
+  } catch (...) {
+    err = std::current_exception();
+  }
+  agree_or_throw(world_, err);
+}
+
+// The commit protocol of checkpoint::save_checkpoint, streamed: each unit is acquired from the
+// OptimizerStateStore, written and released before the next (an NVMe store holds only a few units
+// at a time), instead of handing save_checkpoint every slice at once.
+void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) {
+  const ck::ManifestHeader& h = spec.header;
+  const std::string step_dir = ck::join_path(spec.root, ck::step_dir_name(h.step));
+  auto phase = [&](const char* what, auto&& f) {
+    std::exception_ptr mine;
+    try {
+      f();
+    } catch (...) {
+      mine = std::current_exception();
+    }
+    const bool all = all_ranks_ok(agree_, mine == nullptr);
+    if (mine) std::rethrow_exception(mine);
+    if (!all)
+      fail("checkpoint", "checkpoint of step {} not committed: another rank failed to {}", h.step,
+           what);
+  };
+  phase("prepare the step directory", [&] {
+    if (spec.rank != 0) return;
+    ck::make_dirs(spec.root);
+    ck::make_dirs(step_dir);
+    // Re-saving a step: the old manifest goes first (the directory never claims to be complete
+    // with a mix of files).
+    const std::string manifest = ck::join_path(step_dir, ck::kManifestName);
+    if (::unlink(manifest.c_str()) == 0)
+      ck::fsync_dir(step_dir);
+    else if (errno != ENOENT)
+      fail("checkpoint", "cannot remove the old '{}': {}", manifest, std::strerror(errno));
+  });
+  phase("write its file", [&] {
+    ck::ShardWriter writer(step_dir, spec.rank, h.layout.world, h.step);
+    auto& states = trainer_.states();
+    const auto kinds = moment_kinds(trainer_);
+    for (std::size_t u = 0; u < store_.num_units(); ++u) {
+      const nn::UnitLayout& l = store_.layout(u);
+      const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
+      train::UnitOptimizerState& s = states.acquire(u);
+      try {
+        std::vector<Tensor> keep;
+        auto add = [&](std::string_view kind, const Tensor& owned) {
+          for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep))) writer.add(sl);
+        };
+        add(ck::kParam, master_of(store_, s, store_.value_shard(u)));
+        add(kinds[0], s.m);
+        if (kinds.size() > 1) add(kinds[1], s.v);
+      } catch (...) {
+        states.release(u, false);
+        throw;
+      }
+      states.release(u, false);
+    }
+    writer.set_rank_state(rs);
+    writer.commit();
+  });
+  if (spec.rank == 0) {
+    ck::commit_checkpoint(spec.root, h);
+    ck::apply_retention(spec.root, spec.retention);
+  }
+}
+
+void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
+  wait();  // the previous save: its staging memory goes before this one's is taken
+  auto& states = trainer_.states();
+  const auto kinds = moment_kinds(trainer_);
+  std::vector<std::vector<ck::StagedSlice>> by_kind(1 + kinds.size());
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    const nn::UnitLayout& l = store_.layout(u);
+    const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
+    train::UnitOptimizerState& s = states.acquire(u);
+    try {
+      std::vector<Tensor> keep;
+      const Tensor vshard = store_.value_shard(u);
+      auto add = [&](std::size_t k, std::string_view kind, const Tensor& owned) {
+        for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep)))
+          by_kind[k].push_back(ck::stage(sl));
+      };
+      add(0, ck::kParam, master_of(store_, s, vshard));
+      add(1, kinds[0], s.m);
+      if (kinds.size() > 1) add(2, kinds[1], s.v);
+    } catch (...) {
+      states.release(u, false);
+      throw;
+    }
+    states.release(u, false);
+  }
+  ck::SaveJob job{std::move(spec), {}, std::move(rs)};
+  for (auto& v : by_kind)
+    for (auto& s : v) job.slices.push_back(std::move(s));
+  saver_->submit(std::move(job));
+}
+
+bool Checkpointer::background_failed() {
+  if (!saver_) return false;
+  if (!background_error_ && !saver_->in_flight()) {
+    try {
+      saver_->poll();
+    } catch (...) {
+      background_error_ = std::current_exception();
+    }
+  }
+  return background_error_ != nullptr;
+}
+
+bool Checkpointer::in_flight() const {
+  return saver_ && saver_->in_flight();
+}
+
+void Checkpointer::wait() {
+  if (background_error_) std::rethrow_exception(std::exchange(background_error_, nullptr));
+  if (saver_) saver_->wait();
+}
+
+void Checkpointer::finish() {
+  std::exception_ptr err;
+  try {
+    wait();
+  } catch (...) {
+    err = std::current_exception();
+  }
+  agree_or_throw(world_, err);
+}
+
+// ---- loading ----
+
+void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out) {
+  ck::CheckpointReader reader(step_dir);
+  const ck::Manifest& m = reader.manifest();
+  ck::check_compatible(m, expected_params(store_), step_dir);
+  const bool with_moments = !m.state.optimizer.empty();
+  if (with_moments && m.state.optimizer != optimizer_name(trainer_))
+    user_fail("checkpoint",
+              "{} holds {} optimizer state but the trainer uses {}: resume with "
+              "the optimizer it was saved with",
+              step_dir, m.state.optimizer, optimizer_name(trainer_));
+  if (stage_ == 3)
+    for (std::size_t u = 0; u < store_.num_units(); ++u)
+      STRATA_CHECK(!store_.values_bound(u), "checkpoint",
+                   "unit {} is gathered: load checkpoints before the first ZeRO-3 step", u);
+
+  auto& states = trainer_.states();
+  const DType pd = store_.options().param_dtype;
+  const auto kinds = moment_kinds(trainer_);
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    const nn::UnitLayout& l = store_.layout(u);
+    const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));
+    train::UnitOptimizerState& s = states.acquire(u);
+    try {
+      const Tensor vshard = store_.value_shard(u);
+      auto read = [&](std::string_view kind, const Tensor& dst) {
+        STRATA_CHECK(!dst.device().is_cuda(), "checkpoint",
+                     "loading into device memory is not implemented");
+        for (const ck::FlatPiece& p : pieces)
+          reader.read_range(kind, l.params[p.param]->name, p.begin, p.end,
+                            static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo), DType::f32);
+      };
+      read(ck::kParam, master_of(store_, s, vshard));
+      if (pd != DType::f32) {
+        // 16-bit parameters: rounded from the masters exactly as the optimizer step writes them.
+        for (const ck::FlatPiece& p : pieces) {
+          const std::int64_t off = p.flat_begin - l.lo;
+          convert(s.master.data<float>() + off, DType::f32,
+                  static_cast<unsigned char*>(vshard.raw()) + off * dtype_size(pd), pd,
+                  static_cast<std::size_t>(p.end - p.begin));
+        }
+      }
+      if (with_moments) {
+        read(kinds[0], s.m);
+        if (kinds.size() > 1) read(kinds[1], s.v);
+      } else {
+        s.m.fill(0.0);
+        if (s.v.defined()) s.v.fill(0.0);
+      }
+    } catch (...) {
+      states.release(u, true);
+      throw;
+    }
+    states.release(u, true);
+  }
+  out.step_dir = step_dir;
+  out.step = m.step;
+  out.saved_layout = m.layout;
+  out.saved_zero_stage = m.zero_stage;
+  out.state = m.state;
+  out.config = m.config;
+  if (world_.rank() < m.layout.world) out.rank = reader.rank_state(world_.rank());
+}
+
+void Checkpointer::apply_shared_state(const LoadedCheckpoint& loaded) {
+  const ck::TrainState& st = loaded.state;
+  trainer_.set_updates(st.optimizer.empty() ? 0 : st.optimizer_updates);
+  auto* dyn = dynamic_cast<precision::DynamicLossScaler*>(trainer_.scaler());
+  if (dyn && st.loss_scaler && st.loss_scaler->dynamic) {
+    precision::LossScalerState s;
+    s.cur_scale = st.loss_scaler->cur_scale;
+    s.cur_iter = st.loss_scaler->cur_iter;
+    s.last_overflow_iter = st.loss_scaler->last_overflow_iter;
+    s.cur_hysteresis = st.loss_scaler->cur_hysteresis;
+    dyn->set_state(s);
+  }
+}
+
+// Stages 1-2 keep full parameter buffers but updated only the owned slice: gather the rest, as
+// the engine does after each step. Stage 0 loaded everything; stage 3 gathers on use.
+void Checkpointer::gather_values() {
+  if (stage_ != 1 && stage_ != 2) return;
+  std::vector<Work> works;
+  std::vector<Tensor> keep;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    Tensor mine = store_.value_shard(u).clone(store_.options().memory.with(Category::comm));
+    works.push_back(dp_.all_gather(mine, store_.values(u)));
+    keep.push_back(std::move(mine));
+  }
+  for (auto& w : works) w.wait();
+}
+
+LoadedCheckpoint Checkpointer::load(const std::string& step_dir) {
+  LoadedCheckpoint out;
+  std::exception_ptr err;
+  try {
+    load_local(step_dir, out);
+  } catch (...) {
+    err = std::current_exception();
+  }
+  agree_or_throw(world_, err);
+  apply_shared_state(out);
+  gather_values();
+  return out;
+}
+
+std::optional<LoadedCheckpoint> Checkpointer::resume(const std::string& spec,
+                                                     const ck::WarningSink& warn) {
+  const bool lead = world_.rank() == 0;
+  auto warn0 = [&](const std::string& m) {
+    if (lead && warn) warn(m);
+  };
+  if (spec == "none") return std::nullopt;
+  if (spec != "auto") {
+    const std::string dir = on_rank0(world_, [&] { return ck::resolve_checkpoint_dir(spec); });
+    return load(dir);
+  }
+  if (opts_.root.empty()) return std::nullopt;
+  // Newest complete checkpoint first; one that fails to load is skipped for the next older.
+  std::optional<std::int64_t> below;
+  std::vector<std::string> skipped;
+  for (;;) {
+    const std::string dir = on_rank0(world_, [&]() -> std::string {
+      if (!below) {
+        ck::FindOptions fo;
+        fo.warn = warn0;
+        const auto found = ck::find_latest(opts_.root, fo);
+        return found ? found->dir : std::string();
+      }
+      const auto all = ck::list_complete_checkpoints(opts_.root);
+      for (auto it = all.rbegin(); it != all.rend(); ++it) {
+        if (it->step >= *below) continue;
+        const ck::VerifyReport r = ck::verify_checkpoint(it->dir, ck::VerifyLevel::structure);
+        if (r.ok()) return it->dir;
+        skipped.push_back(fmt::format("{}: {}", it->dir, r.faults.front()));
+        warn0(fmt::format("[checkpoint] not usable, falling back to an older checkpoint: {}",
+                          skipped.back()));
+      }
+      std::string all_faults;
+      for (const auto& s : skipped) all_faults += "\n  " + s;
+      throw ck::CheckpointError(
+          "", "", fmt::format("no usable checkpoint in '{}':{}", opts_.root, all_faults));
+    });
+    if (dir.empty()) return std::nullopt;
+    try {
+      return load(dir);
+    } catch (const ck::CheckpointError& e) {
+      skipped.push_back(e.what());
+      warn0(
+          fmt::format("[checkpoint] {} could not be loaded, falling back to an older "
+                      "checkpoint: {}",
+                      dir, e.what()));
+      below = ck::parse_step_dir_name(std::filesystem::path(dir).filename().string()).value_or(0);
+    }
+  }
+}
+
+}  // namespace strata::parallel
