@@ -41,6 +41,7 @@ function(strata_add_gtest name)
   target_compile_definitions(${name} PRIVATE
     STRATA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STRATA_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${A_LABELS}")
+  # (gtest_discover_tests applies one LABELS value per test; areas are also told apart by name.)
 endfunction()
 
 # strata_add_mpi_test(NAME EXE NP n [ARGS ...]): run EXE under mpirun -np n --oversubscribe.
@@ -52,6 +53,6 @@ function(strata_add_mpi_test name exe)
   add_test(NAME ${name}
     COMMAND ${STRATA_MPIEXEC} --oversubscribe --bind-to none -np ${A_NP} $<TARGET_FILE:${exe}> ${A_ARGS})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "dist;${A_LABELS}"
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMP_NUM_THREADS=1;OMP_WAIT_POLICY=passive")
 endfunction()
 include(GoogleTest)
