@@ -41,7 +41,6 @@ function(strata_add_gtest name)
   target_compile_definitions(${name} PRIVATE
     STRATA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STRATA_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${A_LABELS}")
-  # (gtest_discover_tests applies one LABELS value per test; areas are also told apart by name.)
 endfunction()
 
 # strata_add_mpi_test(NAME EXE NP n [ARGS ...]): run EXE under mpirun -np n --oversubscribe.
