@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "examples/train_gpt/checkpoints.hpp"
 #include "examples/train_gpt/progress.hpp"
@@ -92,7 +94,13 @@ int run(const Args& a) {
       examples::ProgressFile::from_env(world.group().rank());
   config::resolve_batch(cfg, grid.dp_size());
   train::apply_memory_caps(cfg, ledger);
-  if (a.threads > 0) cpu::set_num_threads(a.threads);
+  if (a.threads > 0) {
+    cpu::set_num_threads(a.threads);
+  } else if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); local && !std::getenv("OMP_NUM_THREADS")) {
+    // Ranks sharing a node share its cores: each takes its part instead of all of them.
+    const int ranks_here = std::max(1, std::atoi(local));
+    cpu::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
+  }
 
   if (lead) std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
   const auto& zo = cfg.zero_optimization;
@@ -281,7 +289,7 @@ int main(int argc, char** argv) {
   app.add_option("--host-memory", a.memory.host, "cap the host tier");
   app.add_option("--nvme-memory", a.memory.nvme, "cap the nvme tier");
   app.add_option("--metrics", a.metrics, "write one JSON line per step to this file");
-  app.add_option("--threads", a.threads, "compute threads (default: all cores)");
+  app.add_option("--threads", a.threads, "compute threads (default: the node's cores divided among its ranks)");
   app.add_option("--resume", a.resume,
                  "auto (newest complete checkpoint), none, or a checkpoint directory "
                  "(default: strata.checkpoint.resume)");
