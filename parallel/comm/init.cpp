@@ -1,6 +1,7 @@
 #include "parallel/comm/init.hpp"
 
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <numeric>
 #include <string_view>
@@ -148,10 +149,25 @@ void finalize_world() {
   if (shutdown) shutdown();
 }
 
+void abandon_world() {
+  mpi::abandon();
+  finalize_world();
+}
+
 World::World(const InitOptions& options) : group_(init_world(options)) {}
 
 World::~World() {
   group_ = Group();
+  // Leaving because of an error: do not finalize. MPI_Finalize waits for every other rank (Open
+  // MPI 4.1), so a failed rank would hang there; exiting without it makes mpirun notice the
+  // failure and take the whole job down at once.
+  if (std::uncaught_exceptions() > 0) {
+    try {
+      abandon_world();
+    } catch (...) {
+    }
+    return;
+  }
   try {
     finalize_world();
   } catch (...) {

@@ -42,7 +42,13 @@ Group init_world(const InitOptions& options = {});
 // MPI_Finalize if Strata initialised MPI). Groups that outlive it throw on use. Idempotent.
 void finalize_world();
 
-// RAII: init_world() on construction, finalize_world() on destruction.
+// Ends the transport after an error without MPI_Finalize (which would wait for every other
+// rank): the process then exits non-zero and mpirun ends the whole job at once.
+void abandon_world();
+
+// RAII: init_world() on construction, finalize_world() on destruction — except when the
+// destructor runs because an exception is propagating: then MPI is not finalized (that would
+// wait for the other ranks), so the failing rank exits and mpirun ends the job.
 class World {
  public:
   explicit World(const InitOptions& options = {});

@@ -28,6 +28,8 @@ bool is_available();
 // Initialises MPI (MPI_THREAD_MULTIPLE) unless the program already did, starts the progress
 // thread and returns MPI_COMM_WORLD (duplicated). Throws if MPI cannot be initialised.
 WorldTransport init(const MpiOptions& options, std::shared_ptr<SeqTracker> tracker);
+// Makes the transport's shutdown skip MPI_Finalize (leaving after an error).
+void abandon();
 }  // namespace mpi
 
 namespace local {

@@ -23,4 +23,6 @@ WorldTransport init(const MpiOptions& options, std::shared_ptr<SeqTracker> track
   return wt;
 }
 
+void abandon() { Runtime::abandon_mpi(); }
+
 }  // namespace strata::parallel::mpi

@@ -223,6 +223,12 @@ void Runtime::loop() {
   }
 }
 
+namespace {
+std::atomic<bool> g_abandon_mpi{false};
+}  // namespace
+
+void Runtime::abandon_mpi() { g_abandon_mpi.store(true); }
+
 void Runtime::shutdown(std::chrono::milliseconds drain) {
   if (shut_.load()) return;
   // Let calls in flight finish, within bounds.
@@ -262,7 +268,7 @@ void Runtime::shutdown(std::chrono::milliseconds drain) {
     MPI_Finalized(&finalized);
     if (!finalized) {
       free_user_ops();
-      if (owns_mpi_) MPI_Finalize();
+      if (owns_mpi_ && !g_abandon_mpi.load()) MPI_Finalize();
     }
   }
   for (auto& p : abandoned)

@@ -46,6 +46,9 @@ class Runtime final : public ProgressDriver {
  public:
   // Initialises MPI (unless the program did) and starts the progress thread, once per process.
   static std::shared_ptr<Runtime> acquire(std::chrono::milliseconds spin);
+  // From now on shutdown() skips MPI_Finalize (the process is leaving because of an error;
+  // finalizing would wait for the other ranks).
+  static void abandon_mpi();
   ~Runtime() override;
 
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mpi_mu_); }
