@@ -1,0 +1,36 @@
+// One attempt of a job as the launcher saw it, why it failed (which rank first, and how), and
+// the summary of every attempt printed at the end.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/run/exit_record.hpp"
+#include "launcher/run/watchdog.hpp"
+
+namespace strata::launcher::run {
+
+struct AttemptResult {
+  int number = 1;
+  double seconds = 0;
+  int wait_status = 0;  // of mpirun (or of the rank wrapper without mpirun)
+  bool direct = false;
+  std::optional<std::string> hung;  // the watchdog's reason, when it killed the job
+  int stop_signals = 0;             // SIGINT/SIGTERM received by the launcher meanwhile
+  bool killed = false;              // the launcher had to SIGKILL the job
+  std::vector<ExitRecord> records;  // ranks that failed, earliest first
+  ProgressMap progress;             // the ranks' last progress
+
+  // The job finished: mpirun exited 0 and the watchdog did not have to kill it.
+  bool ok() const;
+  // "rank 1 killed by signal 9 (SIGKILL, Killed) after step 7", or the watchdog's reason.
+  std::string failure() const;
+  // "completed in 12.3 s" or "failed after 3.1 s: <failure>".
+  std::string outcome() const;
+};
+
+// "  attempt 1: failed after 3.1 s: ...\n  attempt 2: completed in 9.0 s\n"
+std::string summary(const std::vector<AttemptResult>& attempts);
+
+}  // namespace strata::launcher::run

@@ -1,0 +1,37 @@
+// What `strata run` was asked to do: the parsed command line, shared by the command builder,
+// the supervisor and the watchdog.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace strata::launcher::run {
+
+struct RunOptions {
+  int ranks = 1;                             // -n
+  std::string hostfile;                      // --hostfile FILE
+  std::string hosts;                         // --host h1:4,h2:4
+  int max_restarts = 3;                      // --max-restarts K
+  double restart_delay_s = 5.0;              // --restart-delay S
+  double watchdog_s = 0;                     // --watchdog S (0: off)
+  std::optional<double> watchdog_startup_s;  // --watchdog-startup S (default: --watchdog)
+  double kill_grace_s = 5.0;          // --kill-grace: a failed rank's job must end within this
+                                      // long, or gets SIGTERM; SIGKILL after as long again
+  std::string log_dir;                // --log-dir DIR (default strata-logs/<time>)
+  std::vector<std::string> env;       // -x/--env NAME or NAME=VALUE
+  std::vector<std::string> mpi_args;  // --mpi-arg ARG, passed to mpirun before the program
+  std::string mpirun = "mpirun";      // --mpirun PATH
+  bool force_mpirun = false;          // --use-mpirun: use mpirun even for -n 1
+  bool dry_run = false;               // --dry-run
+  std::vector<std::string> program;   // PROGRAM ARGS...
+
+  // -n 1 on this machine runs the program without mpirun (see docs/launcher.md).
+  bool direct() const { return ranks == 1 && hostfile.empty() && hosts.empty() && !force_mpirun; }
+  double startup_s() const { return watchdog_startup_s.value_or(watchdog_s); }
+};
+
+// Throws UserError naming the first bad value (N < 1, both --host and --hostfile, ...).
+void validate(const RunOptions& o);
+
+}  // namespace strata::launcher::run
