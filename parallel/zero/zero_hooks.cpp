@@ -112,14 +112,24 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
   Work w = dp_.reduce_scatter(full, out, ReduceOp::avg);
   volume_.reduce_scatter += full.nbytes();
   pending_.push_back(PendingReduce{u, full, out, std::move(w)});
-  if (opts_.stage >= 2) store_.unbind_grads(u);  // the pending entry keeps it alive until done
+  if (opts_.stage >= 2) {
+    store_.unbind_grads(u);  // the pending entry keeps it alive until done
+    // Finish the previous unit's reduce-scatter (it had this unit's backward to complete) so
+    // that at most two full gradient buffers exist at once instead of every unit's.
+    complete_reductions(1);
+  }
 }
 
-void ZeroHooks::complete_reductions() {
-  for (auto& w : allreduce_inflight_) w.wait();
-  allreduce_inflight_.clear();
+void ZeroHooks::complete_reductions(std::size_t keep) {
+  if (keep == 0) {
+    for (auto& w : allreduce_inflight_) w.wait();
+    allreduce_inflight_.clear();
+  }
+  if (pending_.size() <= keep) return;
+  const auto done = pending_.begin() + static_cast<std::ptrdiff_t>(pending_.size() - keep);
   std::vector<float> a, b;
-  for (auto& p : pending_) {
+  for (auto it = pending_.begin(); it != done; ++it) {
+    PendingReduce& p = *it;
     p.work.wait();
     Tensor shard = store_.grad_shard(p.unit);
     const auto n = static_cast<std::size_t>(shard.numel());
@@ -136,7 +146,7 @@ void ZeroHooks::complete_reductions() {
       convert(a.data(), DType::f32, shard.raw(), shard.dtype(), n);
     }
   }
-  pending_.clear();
+  pending_.erase(pending_.begin(), done);
 }
 
 // ---- hooks ----

@@ -77,7 +77,9 @@ class ZeroHooks : public nn::UnitHooks {
   };
 
   void launch_unit_reduction(std::size_t u);
-  void complete_reductions();
+  // Completes the pending reductions in launch order, all but the newest `keep` reduce-scatters
+  // (keep == 0: everything, stage-0 all-reduces included).
+  void complete_reductions(std::size_t keep = 0);
   void acquire(std::size_t u);
   void release(std::size_t u);
   void start_gather(std::size_t u);

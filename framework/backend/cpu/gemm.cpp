@@ -26,6 +26,7 @@ constexpr int kKc = 256;  // native path: k block (B panel of kc x 32 floats = 3
 constexpr int kNc = 512;  // native path: columns packed at once (kc x nc = 512 KiB)
 constexpr int kMb = 96;   // native path: rows per task
 constexpr int kNb = 128;  // native path: columns per task (a multiple of kGemmPanel)
+constexpr int kKRun = 8 * kKc;  // native path: k values packed per barrier (<= 4 MiB of B)
 
 int ceil_div(int a, int b) {
   return (a + b - 1) / b;
@@ -95,13 +96,21 @@ void gemm_native(const Gemm& g, GemmBlockFn kernel) {
     });
     return;
   }
+  // Per phase (a column block of up to kNc and a run of up to kKRun k values), the threads
+  // first pack every k block of the run together (one barrier), then each output tile runs
+  // through the run's k blocks in order. A product with K <= kKRun therefore costs a single
+  // barrier per column block, which matters when a thread loses its core to another process;
+  // each output still sums its k blocks in order, so results are the same for any thread count.
   const int kc_max = std::min(kKc, g.K);
   const int nc_max = std::min(kNc, round_up(g.N, kGemmPanel));
-  // Two packed-B buffers: block p+1 is packed into one while late threads may still be reading
-  // block p from the other, so each k block needs a single barrier.
-  const std::size_t bp_size = static_cast<std::size_t>(kc_max) * nc_max;
+  const int run_max = std::min(kKRun, g.K);
+  const int blocks_max = ceil_div(run_max, kKc);
+  const std::size_t blk_size = static_cast<std::size_t>(kc_max) * nc_max;  // one k block
+  // Two run buffers: run p+1 is packed into one while late threads may still be reading run p
+  // from the other.
+  const std::size_t run_size = blk_size * static_cast<std::size_t>(blocks_max);
   std::unique_ptr<float[], AlignedFree> buf(static_cast<float*>(
-      ::operator new[](sizeof(float) * 2 * bp_size, std::align_val_t(64))));
+      ::operator new[](sizeof(float) * 2 * run_size, std::align_val_t(64))));
   const double flops = 2.0 * g.M * g.N * g.K;
   const int max_tasks = ceil_div(g.M, kMb) * ceil_div(std::min(g.N, kNc), kNb);
   const int nt = flops < kSerialFlops ? 1 : team_size(max_tasks);
@@ -112,30 +121,36 @@ void gemm_native(const Gemm& g, GemmBlockFn kernel) {
     for (int jc = 0; jc < g.N; jc += kNc) {
       const int nc = std::min(kNc, g.N - jc);
       const int panels = ceil_div(nc, kGemmPanel);
-      for (int pc = 0; pc < g.K; pc += kKc, ++phase) {
-        const int kc = std::min(kKc, g.K - pc);
-        float* Bp = buf.get() + (phase % 2) * bp_size;
-        // op(B) at (pc, jc).
-        const float* B = g.trans_b ? g.B + static_cast<std::size_t>(jc) * g.ldb + pc
-                                   : g.B + static_cast<std::size_t>(pc) * g.ldb + jc;
+      for (int p0 = 0; p0 < g.K; p0 += kKRun, ++phase) {
+        const int run = std::min(kKRun, g.K - p0);
+        const int blocks = ceil_div(run, kKc);
+        float* Bp = buf.get() + (phase % 2) * run_size;
         // Every thread has finished the compute of phase - 1 before the barrier ending this loop,
         // so the buffer of phase - 2 is free to overwrite here and Bp is complete after it.
 #pragma omp for schedule(static)
-        for (int p = 0; p < panels; ++p) {
-          pack_b_panel(B, g.ldb, g.trans_b, kc, nc, p, Bp, kc * kGemmPanel);
+        for (int t = 0; t < blocks * panels; ++t) {
+          const int kb = t / panels, p = t % panels;
+          const int pc = p0 + kb * kKc, kc = std::min(kKc, g.K - pc);
+          // op(B) at (pc, jc).
+          const float* B = g.trans_b ? g.B + static_cast<std::size_t>(jc) * g.ldb + pc
+                                     : g.B + static_cast<std::size_t>(pc) * g.ldb + jc;
+          pack_b_panel(B, g.ldb, g.trans_b, kc, nc, p, Bp + kb * blk_size, kc * kGemmPanel);
         }
-        const float beta = pc == 0 ? g.beta : 1.0f;
-        const float* bias = pc == 0 && g.bias ? g.bias + jc : nullptr;
         const int mt = ceil_div(g.M, kMb), ntiles = ceil_div(nc, kNb);
 #pragma omp for schedule(dynamic, 1) nowait
         for (int t = 0; t < mt * ntiles; ++t) {
           const int i0 = (t / ntiles) * kMb, j0 = (t % ntiles) * kNb;
           const int rows = std::min(kMb, g.M - i0), n = std::min(kNb, nc - j0);
-          const float* A = g.trans_a ? g.A + static_cast<std::size_t>(pc) * g.lda + i0
-                                     : g.A + static_cast<std::size_t>(i0) * g.lda + pc;
-          kernel(A, g.lda, g.trans_a, Bp + static_cast<std::size_t>(j0) * kc, kc * kGemmPanel, kc,
-                 rows, n, g.alpha, beta, bias ? bias + j0 : nullptr,
-                 g.C + static_cast<std::size_t>(i0) * g.ldc + jc + j0, g.ldc);
+          float* C = g.C + static_cast<std::size_t>(i0) * g.ldc + jc + j0;
+          for (int kb = 0; kb < blocks; ++kb) {
+            const int pc = p0 + kb * kKc, kc = std::min(kKc, g.K - pc);
+            const float beta = pc == 0 ? g.beta : 1.0f;
+            const float* bias = pc == 0 && g.bias ? g.bias + jc + j0 : nullptr;
+            const float* A = g.trans_a ? g.A + static_cast<std::size_t>(pc) * g.lda + i0
+                                       : g.A + static_cast<std::size_t>(i0) * g.lda + pc;
+            kernel(A, g.lda, g.trans_a, Bp + kb * blk_size + static_cast<std::size_t>(j0) * kc,
+                   kc * kGemmPanel, kc, rows, n, g.alpha, beta, bias, C, g.ldc);
+          }
         }
       }
     }

@@ -12,6 +12,8 @@ namespace strata::cpu {
 
 // Number of threads the kernels use (defaults to the hardware concurrency / OMP_NUM_THREADS).
 int num_threads();
+// Also sets OpenMP's default team size (omp_set_num_threads) for the calling thread, so other
+// OpenMP code it runs (the optimizer) uses the same count.
 void set_num_threads(int n);
 
 // C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major, op = transpose when the flag is set.

@@ -31,6 +31,9 @@ int num_threads() {
 void set_num_threads(int n) {
   STRATA_CHECK(n >= 1, "cpu", "thread count must be at least 1, got {}", n);
   g_threads.store(n, std::memory_order_relaxed);
+  // Other OpenMP loops in the process (the optimizer's chunked updates) use the default team
+  // size: keep it equal, so --threads 1 does not still run them on every core.
+  omp_set_num_threads(n);
 }
 
 namespace detail {
