@@ -25,6 +25,7 @@
 #include "framework/nn/generate.hpp"
 #include "framework/nn/param_store.hpp"
 #include "framework/train/from_config.hpp"
+#include "offload/factory.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/dp_engine.hpp"
 #include "parallel/grid/grid.hpp"
@@ -103,11 +104,7 @@ int run(const Args& a) {
   }
 
   if (lead) std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
-  const auto& zo = cfg.zero_optimization;
-  if (zo.offload_optimizer.device != config::OffloadDevice::none ||
-      zo.offload_param.device != config::OffloadDevice::none)
-    user_fail("train_gpt", "zero_optimization.offload_optimizer / offload_param are not "
-              "implemented yet: set their device to \"none\"");
+  offload::validate(cfg, cfg.zero_optimization.stage);  // clear errors before any work
   if (cfg.strata.data.train.empty())
     user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
               "`strata data prepare --input TEXT --output PREFIX`)");
@@ -136,8 +133,10 @@ int run(const Args& a) {
   nn::ParamStore store(model.units(), parallel::ZeroHooks::store_options(
                                           nn::ParamStoreOptions{pd, pd, 1, {}}, stage, dp));
   store.initialize(cfg.strata.seed);  // each rank initialises only what it stores
+  // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
   train::Trainer trainer(store, train::trainer_options(cfg),
-                         stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{});
+                         stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{},
+                         offload::make_state_store(cfg, world.group().rank(), TensorOptions{}));
   parallel::EngineOptions eo;
   eo.micro_batch = micro;
   eo.accumulation = accum;

@@ -1,0 +1,30 @@
+// The offload layer's entry points for a training job: check the configured offload against the
+// ZeRO stage and the machine, and build the optimizer-state store the config asks for.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "framework/config/config.hpp"
+#include "framework/core/tensor.hpp"
+#include "framework/train/state_store.hpp"
+
+namespace strata::offload {
+
+// Throws UserError ("[offload] ...", naming the key) when zero_optimization.offload_optimizer /
+// offload_param cannot run as configured: offload without the ZeRO stage it needs (optimizer:
+// >= 1, parameters: 3), an nvme_path that is not a writable directory or lies inside the
+// checkpoint directory, buffer_count < 2 for nvme, io_uring or O_DIRECT unavailable there.
+// Creates nvme_path if missing.
+void validate(const config::Config& cfg, int zero_stage);
+
+// The optimizer-state store for offload_optimizer.device: nullptr for "none" (the Trainer keeps
+// state resident beside the parameters), a host store for "cpu", an NVMe swapper for "nvme"
+// (swap file per rank under nvme_path). Host and NVMe bytes are charged to memory.ledger.
+std::unique_ptr<train::OptimizerStateStore> make_state_store(const config::Config& cfg, int rank,
+                                                             const TensorOptions& memory);
+
+// One line for logs, e.g. "optimizer state on nvme (/mnt/nvme, 4 buffers, io_uring 8 x 1.00 MiB)".
+std::string describe(const config::Config& cfg);
+
+}  // namespace strata::offload

@@ -1,0 +1,21 @@
+#include "offload/host_state_store.hpp"
+
+#include <cstring>
+
+namespace strata::offload {
+
+HostStateStore::HostStateStore(bool pin_memory, MemoryLedger* ledger)
+    : pin_(pin_memory), ledger_(ledger ? *ledger : MemoryLedger::global()) {}
+
+void HostStateStore::create(std::size_t u, const train::StateLayout& l, const Tensor& values) {
+  STRATA_CHECK(u == units_.size(), "offload", "optimizer state created out of order (unit {})", u);
+  const PackedStateLayout p = pack(l);
+  Unit unit;
+  unit.buf = HostBuffer(p.bytes(), Category::optimizer, pin_, ledger_);
+  std::memset(unit.buf.data(), 0, unit.buf.size());
+  unit.views = packed_views(p, unit.buf.data());
+  if (l.master) unit.views.master.copy_from(values);
+  units_.push_back(std::move(unit));
+}
+
+}  // namespace strata::offload

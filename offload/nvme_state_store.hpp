@@ -1,0 +1,39 @@
+// NvmeStateStore: offload_optimizer.device = "nvme" — every unit's optimizer state lives in this
+// rank's swap file under nvme_path; buffer_count host buffers hold the units being updated. While
+// the Trainer updates unit u, unit u+1 (and further, as buffers allow) is read ahead and unit u-1
+// written back; reads for the next step start as soon as this step's last units are released.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "framework/train/state_store.hpp"
+#include "offload/state_layout.hpp"
+#include "offload/swapper.hpp"
+
+namespace strata::offload {
+
+class NvmeStateStore final : public train::OptimizerStateStore {
+ public:
+  // opts.what / category are set here ("optimizer", Category::optimizer).
+  explicit NvmeStateStore(SwapperOptions opts);
+
+  void create(std::size_t u, const train::StateLayout& layout, const Tensor& values) override;
+  void begin_step() override;
+  train::UnitOptimizerState& acquire(std::size_t u) override;
+  void release(std::size_t u, bool dirty) override;
+  void end_step() override;
+  std::size_t num_units() const override { return layouts_.size(); }
+
+  const Swapper& swapper() const { return swapper_; }
+  Swapper& swapper() { return swapper_; }
+
+ private:
+  std::vector<std::size_t> upcoming(std::size_t next) const;
+
+  Swapper swapper_;
+  std::vector<PackedStateLayout> layouts_;
+  std::vector<train::UnitOptimizerState> views_;
+};
+
+}  // namespace strata::offload

@@ -1,0 +1,96 @@
+#include "offload/value_shard_store.hpp"
+
+#include <cstring>
+
+namespace strata::offload {
+
+namespace {
+Tensor view(std::byte* base, std::int64_t n, DType dt) {
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dt);
+  return Tensor(Storage::wrap(base, bytes, Device::cpu()), dt, Shape{n}, {1}, 0);
+}
+std::uint64_t slice_bytes(std::int64_t n, DType dt) {
+  return static_cast<std::uint64_t>(n) * dtype_size(dt);
+}
+}  // namespace
+
+HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger)
+    : pin_(pin_memory), ledger_(ledger ? *ledger : MemoryLedger::global()) {}
+
+void HostValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
+  STRATA_CHECK(u == units_.size(), "offload", "parameter slice created out of order (unit {})", u);
+  Unit un{HostBuffer(slice_bytes(elements, dtype), Category::params, pin_, ledger_), elements, dtype};
+  std::memset(un.buf.data(), 0, un.buf.size());
+  units_.push_back(std::move(un));
+}
+
+Tensor HostValueShardStore::acquire(std::size_t u) {
+  const Unit& un = units_.at(u);
+  return view(un.buf.data(), un.elements, un.dtype);
+}
+
+namespace {
+SwapperOptions for_params(SwapperOptions o) {
+  o.what = "params";
+  o.category = Category::params;
+  return o;
+}
+}  // namespace
+
+NvmeValueShardStore::NvmeValueShardStore(SwapperOptions opts) : swapper_(for_params(std::move(opts))) {}
+
+void NvmeValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
+  STRATA_CHECK(u == units_.size(), "offload", "parameter slice created out of order (unit {})", u);
+  swapper_.add_unit(slice_bytes(elements, dtype));  // reads as zeros until written
+  units_.push_back(Unit{elements, dtype});
+}
+
+void NvmeValueShardStore::read_ahead(std::size_t u) {
+  const auto n = static_cast<std::int64_t>(units_.size());
+  std::vector<std::size_t> next;
+  for (int k = 1; k < swapper_.buffer_count(); ++k) {
+    const std::int64_t v = static_cast<std::int64_t>(u) + direction_ * k;
+    if (v < 0 || v >= n) break;
+    next.push_back(static_cast<std::size_t>(v));
+  }
+  swapper_.prefetch(next);
+}
+
+Tensor NvmeValueShardStore::acquire(std::size_t u) {
+  STRATA_CHECK(u < units_.size(), "offload", "unit {} of {}", u, units_.size());
+  const auto su = static_cast<std::int64_t>(u);
+  if (last_ >= 0 && su != last_) direction_ = su > last_ ? 1 : -1;
+  last_ = su;
+  std::byte* buf = swapper_.acquire(u);
+  read_ahead(u);
+  return view(buf, units_[u].elements, units_[u].dtype);
+}
+
+void NvmeValueShardStore::release(std::size_t u, bool dirty) {
+  swapper_.release(u, dirty);
+  read_ahead(u);
+}
+
+std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cfg, int rank,
+                                                        const TensorOptions& memory) {
+  const auto& op = cfg.zero_optimization.offload_param;
+  switch (op.device) {
+    case config::OffloadDevice::none:
+      return nullptr;
+    case config::OffloadDevice::cpu:
+      return std::make_unique<HostValueShardStore>(op.pin_memory, memory.ledger);
+    case config::OffloadDevice::nvme: {
+      SwapperOptions o;
+      o.dir = op.nvme_path;
+      o.rank = rank;
+      o.buffer_count = static_cast<int>(op.buffer_count);
+      o.pin_memory = op.pin_memory;
+      o.aio = aio_options(cfg.aio);
+      o.ledger = memory.ledger;
+      return std::make_unique<NvmeValueShardStore>(o);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace strata::offload
