@@ -5,6 +5,7 @@
 
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/core/error.hpp"
+#include "framework/memory/host_block_cache.hpp"
 #include "framework/memory/size.hpp"
 
 namespace strata {
@@ -26,11 +27,13 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tie
     const int idx = device.index;
     s->deleter_ = [idx](void* p) { cuda::free_device(p, idx); };
   } else {
-    s->data_ = std::aligned_alloc(kStorageAlignment, rounded);
+    // Large blocks come from (and go back to) the host block cache, so the same buffers each
+    // step are not unmapped and page-faulted back in.
+    s->data_ = HostBlockCache::instance().allocate(rounded);
     if (!s->data_)
       fail("memory", "the operating system refused {} of {} memory for {}", format_bytes(rounded),
            tier_name(tier), category_name(category));
-    s->deleter_ = [](void* p) { std::free(p); };
+    s->deleter_ = [rounded](void* p) { HostBlockCache::instance().release(p, rounded); };
   }
   return s;
 }

@@ -1,0 +1,126 @@
+#include "framework/memory/host_block_cache.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "framework/core/error.hpp"
+#include "framework/memory/size.hpp"
+
+namespace strata {
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+std::size_t default_capacity() {
+  if (const char* env = std::getenv("STRATA_HOST_CACHE"); env && *env) {
+    try {
+      return static_cast<std::size_t>(parse_bytes(env));
+    } catch (const std::exception& e) {
+      user_fail("memory", "STRATA_HOST_CACHE='{}' is not a size ({}): give bytes such as 512MiB, "
+                "or 0 to turn the host block cache off", env, e.what());
+    }
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  const std::size_t phys = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : 0;
+  return std::min<std::size_t>(phys / 8, std::size_t(2) << 30);
+}
+
+}  // namespace
+
+struct HostBlockCache::Impl {
+  std::size_t capacity;
+  mutable std::mutex mu;
+  // Free blocks, most recently returned at the front; by size for lookup.
+  struct Block {
+    void* p;
+    std::size_t bytes;
+  };
+  std::list<Block> lru;
+  std::unordered_multimap<std::size_t, std::list<Block>::iterator> by_size;
+  std::size_t cached = 0, hits = 0, misses = 0;
+
+  void drop_oldest() {
+    const Block b = lru.back();
+    auto [lo, hi] = by_size.equal_range(b.bytes);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == std::prev(lru.end())) {
+        by_size.erase(it);
+        break;
+      }
+    lru.pop_back();
+    cached -= b.bytes;
+    std::free(b.p);
+  }
+};
+
+HostBlockCache& HostBlockCache::instance() {
+  static HostBlockCache* cache = new HostBlockCache(default_capacity());  // never destroyed:
+  return *cache;  // storages may be released during static destruction
+}
+
+HostBlockCache::HostBlockCache(std::size_t capacity) : impl_(new Impl{capacity, {}, {}, {}}) {}
+
+HostBlockCache::~HostBlockCache() {
+  trim();
+  delete impl_;
+}
+
+std::size_t HostBlockCache::rounded_size(std::size_t bytes) {
+  if (bytes < kMinBlock) return bytes;
+  return (bytes + kPage - 1) / kPage * kPage;
+}
+
+void* HostBlockCache::allocate(std::size_t bytes) {
+  const std::size_t n = rounded_size(std::max<std::size_t>(bytes, 1));
+  if (n >= kMinBlock && impl_->capacity > 0) {
+    std::lock_guard lk(impl_->mu);
+    if (auto it = impl_->by_size.find(n); it != impl_->by_size.end()) {
+      void* p = it->second->p;
+      impl_->lru.erase(it->second);
+      impl_->by_size.erase(it);
+      impl_->cached -= n;
+      ++impl_->hits;
+      return p;
+    }
+    ++impl_->misses;
+  }
+  const std::size_t align = n >= kMinBlock ? kPage : 64;
+  const std::size_t size = (n + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, size);
+  if (!p && impl_->cached > 0) {
+    trim();  // the OS may accept once cached blocks are given back
+    p = std::aligned_alloc(align, size);
+  }
+  return p;
+}
+
+void HostBlockCache::release(void* p, std::size_t bytes) {
+  if (!p) return;
+  const std::size_t n = rounded_size(std::max<std::size_t>(bytes, 1));
+  if (n < kMinBlock || n > impl_->capacity) {
+    std::free(p);
+    return;
+  }
+  std::lock_guard lk(impl_->mu);
+  while (impl_->cached + n > impl_->capacity && !impl_->lru.empty()) impl_->drop_oldest();
+  impl_->lru.push_front({p, n});
+  impl_->by_size.emplace(n, impl_->lru.begin());
+  impl_->cached += n;
+}
+
+void HostBlockCache::trim() {
+  std::lock_guard lk(impl_->mu);
+  while (!impl_->lru.empty()) impl_->drop_oldest();
+}
+
+HostBlockCacheStats HostBlockCache::stats() const {
+  std::lock_guard lk(impl_->mu);
+  return {impl_->cached, impl_->capacity, impl_->hits, impl_->misses};
+}
+
+}  // namespace strata

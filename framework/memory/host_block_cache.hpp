@@ -1,0 +1,51 @@
+// HostBlockCache: keeps freed large host blocks for reuse by Storage, so that a training step's
+// activation and workspace buffers (the same sizes every step) are not returned to the OS and
+// page-faulted back in each time (glibc unmaps large blocks on free). Bounded; off with
+// STRATA_HOST_CACHE=0. Cached blocks are free memory: they are not charged to the ledger.
+#pragma once
+
+#include <cstddef>
+
+namespace strata {
+
+struct HostBlockCacheStats {
+  std::size_t cached_bytes = 0;  // held for reuse now
+  std::size_t capacity = 0;      // most it will hold
+  std::size_t hits = 0, misses = 0;
+};
+
+class HostBlockCache {
+ public:
+  // Blocks smaller than this go straight to malloc, which already reuses them.
+  static constexpr std::size_t kMinBlock = 256 * 1024;
+
+  // The process-wide cache. Its capacity: STRATA_HOST_CACHE (bytes, size suffixes allowed; 0
+  // turns caching off), else 1/8 of physical memory, at most 2 GiB.
+  static HostBlockCache& instance();
+
+  explicit HostBlockCache(std::size_t capacity);
+  ~HostBlockCache();
+  HostBlockCache(const HostBlockCache&) = delete;
+  HostBlockCache& operator=(const HostBlockCache&) = delete;
+
+  // A block of exactly `bytes` (a multiple of 4096 for cached sizes; see rounded_size), aligned
+  // to 4096: a cached one if there is one, else a new one; nullptr if the OS refuses even after
+  // the cache has been emptied. Contents are unspecified (never assume zeros).
+  void* allocate(std::size_t bytes);
+  // Returns a block from allocate(bytes): kept if it fits under the capacity (evicting the
+  // least recently returned blocks), else freed.
+  void release(void* p, std::size_t bytes);
+  // Frees every cached block.
+  void trim();
+  HostBlockCacheStats stats() const;
+
+  // The size a request of `bytes` is served with: small requests unchanged, large ones rounded
+  // up to 4096 so that near-identical sizes share blocks.
+  static std::size_t rounded_size(std::size_t bytes);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace strata
