@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "framework/core/dtype.hpp"
+
 namespace strata::cpu {
 
 // Number of threads the kernels use (defaults to the hardware concurrency / OMP_NUM_THREADS).
@@ -71,5 +73,7 @@ void add_inplace(float* a, const float* b, std::size_t n);            // a += b
 void scale_inplace(float* a, float s, std::size_t n);                 // a *= s
 // Sum of squares in double, fixed reduction order (for global-norm clipping).
 double sum_squares(const float* a, std::size_t n);
+// The same for 16-bit values (bf16 or f16), widened exactly: equals sum_squares of the f32 copy.
+double sum_squares(const std::uint16_t* a, DType dtype, std::size_t n);
 
 }  // namespace strata::cpu

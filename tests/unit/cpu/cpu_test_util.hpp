@@ -15,6 +15,7 @@
 
 #include "framework/backend/cpu/isa.hpp"
 #include "framework/backend/cpu/kernels.hpp"
+#include "framework/core/convert.hpp"
 #include "framework/core/error.hpp"
 
 namespace strata::cpu::test {

@@ -33,5 +33,25 @@ TEST(Elementwise, SumSquaresMatchesLongDouble) {
   }
 }
 
+TEST(Elementwise, SumSquaresOf16BitValuesEqualsThatOfTheirF32WideningForAnyThreadCount) {
+  const int saved = num_threads();
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{32769},
+                          std::size_t{1000003}}) {
+      const auto a = randn(n, 83, 3.0f);
+      std::vector<std::uint16_t> h(n);
+      convert(a.data(), DType::f32, h.data(), dt, n);
+      std::vector<float> wide(n);
+      convert(h.data(), dt, wide.data(), DType::f32, n);
+      const double ref = sum_squares(wide.data(), n);
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        EXPECT_EQ(sum_squares(h.data(), dt, n), ref) << dtype_name(dt) << " n=" << n << " threads=" << threads;
+      }
+    }
+  }
+  set_num_threads(saved);
+}
+
 }  // namespace
 }  // namespace strata::cpu::test
