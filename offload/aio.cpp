@@ -57,6 +57,7 @@ void check_io_uring_available() {
 struct AioQueue::Worker {
   io_uring ring{};
   std::thread thread;
+  bool ring_ready = false;  // io_uring_queue_init succeeded
   int inflight = 0;
   std::string broken;  // a ring failure: every later request fails with this
 };
@@ -69,40 +70,42 @@ AioQueue::AioQueue(const AioOptions& opts) : opts_(opts) {
     user_fail("offload", "aio.queue_depth {} must be in [1, 4096]", opts.queue_depth);
   if (opts.thread_count < 1 || opts.thread_count > 64)
     user_fail("offload", "aio.thread_count {} must be in [1, 64]", opts.thread_count);
-  for (int i = 0; i < opts.thread_count; ++i) {
-    auto w = std::make_unique<Worker>();
-    const int rc = io_uring_queue_init(static_cast<unsigned>(opts.queue_depth), &w->ring, 0);
-    if (rc < 0) {
-      for (auto& prev : workers_) {
-        {
-          std::lock_guard lk(mu_);
-          stop_ = true;
-        }
-        work_cv_.notify_all();
-        prev->thread.join();
-        io_uring_queue_exit(&prev->ring);
+  // A constructor that throws runs no destructor: stop what was started before rethrowing.
+  try {
+    for (int i = 0; i < opts.thread_count; ++i) {
+      auto w = std::make_unique<Worker>();
+      const int rc = io_uring_queue_init(static_cast<unsigned>(opts.queue_depth), &w->ring, 0);
+      if (rc < 0) {
+        check_io_uring_available();  // throws the explained error when io_uring is blocked
+        fail("offload", "io_uring_queue_init({}) failed: {}", opts.queue_depth, std::strerror(-rc));
       }
-      workers_.clear();
-      check_io_uring_available();  // throws the explained error when io_uring is blocked
-      fail("offload", "io_uring_queue_init({}) failed: {}", opts.queue_depth, std::strerror(-rc));
+      Worker* raw = w.get();
+      workers_.push_back(std::move(w));
+      raw->ring_ready = true;
+      raw->thread = std::thread([this, raw] { run(*raw); });  // may throw (thread limit)
     }
-    Worker* raw = w.get();
-    workers_.push_back(std::move(w));
-    raw->thread = std::thread([this, raw] { run(*raw); });
+  } catch (...) {
+    shut_down();
+    throw;
   }
 }
 
-AioQueue::~AioQueue() {
+void AioQueue::shut_down() noexcept {
   {
     std::lock_guard lk(mu_);
     stop_ = true;
   }
   work_cv_.notify_all();
+  // Each worker returns only once nothing it submitted is in the kernel any more.
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
-    io_uring_queue_exit(&w->ring);
+    if (w->ring_ready) io_uring_queue_exit(&w->ring);
+    w->ring_ready = false;
   }
+  workers_.clear();
 }
+
+AioQueue::~AioQueue() { shut_down(); }
 
 AioQueue::Ticket AioQueue::submit(IoOp op, int fd, const std::string& path, void* buf,
                                   std::uint64_t bytes, std::uint64_t offset,

@@ -99,6 +99,7 @@ class AioQueue {
   struct Worker;
 
   void run(Worker& w);
+  void shut_down() noexcept;  // stops accepting work, drains the kernel, joins the workers
   void enqueue_locked(Job& j);
   void finish_request_locked(Request& r, const std::string& error);
   void finish_job_locked(Job& j);

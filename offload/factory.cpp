@@ -37,6 +37,9 @@ bool inside(const fs::path& inner, const fs::path& outer) {
 
 // nvme_path must be a directory we can create files in with O_DIRECT.
 void check_nvme_dir(const std::string& key, const std::string& dir, const config::Config& cfg) {
+  if (dir.empty())
+    user_fail("offload", "{}.device is \"nvme\" but {}.nvme_path is not set: give a directory on "
+              "the NVMe drive", key, key);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     user_fail("offload", "{}.nvme_path {} is a file, not a directory: point it at a directory on "
@@ -89,20 +92,39 @@ void validate(const config::Config& cfg, int zero_stage) {
               config::to_string(oo.device), zero_stage);
   if (op.device != OffloadDevice::none && zero_stage != 3)
     user_fail("offload", "zero_optimization.offload_param.device is \"{}\" but ZeRO stage {} is "
-              "in use; parameter offload needs zero_optimization.stage = 3",
+              "in use; parameter offload needs zero_optimization.stage = 3 (only stage 3 keeps "
+              "parameters as owned slices between uses)",
               config::to_string(op.device), zero_stage);
-  if (op.device != OffloadDevice::none)
-    user_fail("offload", "zero_optimization.offload_param.device \"{}\" is not available yet "
-              "(optimizer offload is): set offload_param.device to \"none\" and use "
-              "offload_optimizer.device = \"cpu\" or \"nvme\"", config::to_string(op.device));
+  const bool any_nvme = oo.device == OffloadDevice::nvme || op.device == OffloadDevice::nvme;
+  if (any_nvme && cfg.aio.block_size % static_cast<std::int64_t>(kIoAlign) != 0)
+    user_fail("offload", "aio.block_size {} must be a multiple of {} for the NVMe tier (O_DIRECT)",
+              cfg.aio.block_size, kIoAlign);
+  if (op.device == OffloadDevice::nvme) {
+    if (op.buffer_count < 2)
+      user_fail("offload", "zero_optimization.offload_param.buffer_count is {}; the NVMe tier "
+                "needs at least 2 (one unit's slice in use while the next is read)",
+                op.buffer_count);
+    // The NVMe store sizes its buffer_count buffers to the largest unit's slice and keeps no
+    // other slices in host memory: DeepSpeed's buffer_size / max_in_cpu would be ignored.
+    const config::OffloadParam defaults;
+    if (op.buffer_size != defaults.buffer_size)
+      user_fail("offload", "zero_optimization.offload_param.buffer_size {} is not supported: "
+                "Strata sizes each of the buffer_count buffers to the largest unit's parameter "
+                "slice; remove buffer_size (or set it to {})", op.buffer_size, defaults.buffer_size);
+    if (op.max_in_cpu != defaults.max_in_cpu)
+      user_fail("offload", "zero_optimization.offload_param.max_in_cpu {} is not supported: host "
+                "memory for parameters is buffer_count x the largest unit's slice; remove "
+                "max_in_cpu (or set it to {}) and bound host memory with buffer_count",
+                op.max_in_cpu, defaults.max_in_cpu);
+    check_nvme_dir("zero_optimization.offload_param", op.nvme_path, cfg);
+    check_io_uring_available();
+  }
   if (oo.device == OffloadDevice::nvme) {
     if (oo.buffer_count < 2)
       user_fail("offload", "zero_optimization.offload_optimizer.buffer_count is {}; the NVMe tier "
                 "needs at least 2 (one unit updated while the next is read)", oo.buffer_count);
     check_nvme_dir("zero_optimization.offload_optimizer", oo.nvme_path, cfg);
     check_io_uring_available();
-    if (cfg.aio.block_size % static_cast<std::int64_t>(kIoAlign) != 0)
-      user_fail("offload", "aio.block_size {} must be a multiple of {}", cfg.aio.block_size, kIoAlign);
   }
 }
 
@@ -121,21 +143,39 @@ std::unique_ptr<train::OptimizerStateStore> make_state_store(const config::Confi
   return nullptr;
 }
 
+namespace {
+std::string pin_note(bool pin) {
+  return pin ? (cuda::compiled() ? ", pinned" : ", pin_memory (no CUDA: plain)") : "";
+}
+std::string nvme_note(const config::Config& cfg, const std::string& path, std::int64_t buffers,
+                      bool pin) {
+  return fmt::format("nvme ({}, {} buffers{}, io_uring {} x {} x {} thread(s))", path, buffers,
+                     pin_note(pin), cfg.aio.queue_depth,
+                     format_bytes(static_cast<std::uint64_t>(cfg.aio.block_size)),
+                     cfg.aio.thread_count);
+}
+}  // namespace
+
 std::string describe(const config::Config& cfg) {
   const auto& oo = cfg.zero_optimization.offload_optimizer;
-  const std::string pin = oo.pin_memory ? (cuda::compiled() ? ", pinned" : ", pin_memory (no CUDA: plain)") : "";
+  const auto& op = cfg.zero_optimization.offload_param;
+  std::string out = "optimizer state on ";
   switch (oo.device) {
-    case OffloadDevice::none:
-      return "optimizer state on the device";
-    case OffloadDevice::cpu:
-      return "optimizer state on the host" + pin;
-    case OffloadDevice::nvme:
-      return fmt::format("optimizer state on nvme ({}, {} buffers{}, io_uring {} x {} x {} thread(s))",
-                         oo.nvme_path, oo.buffer_count, pin, cfg.aio.queue_depth,
-                         format_bytes(static_cast<std::uint64_t>(cfg.aio.block_size)),
-                         cfg.aio.thread_count);
+    case OffloadDevice::none: out += "the device"; break;
+    case OffloadDevice::cpu: out += "the host" + pin_note(oo.pin_memory); break;
+    case OffloadDevice::nvme: out += nvme_note(cfg, oo.nvme_path, oo.buffer_count, oo.pin_memory); break;
   }
-  return "?";
+  out += "; parameters ";
+  switch (op.device) {
+    case OffloadDevice::none:
+      out += cfg.zero_optimization.stage >= 3 ? "as owned slices on the device" : "on the device";
+      break;
+    case OffloadDevice::cpu: out += "as owned slices on the host" + pin_note(op.pin_memory); break;
+    case OffloadDevice::nvme:
+      out += "as owned slices on " + nvme_note(cfg, op.nvme_path, op.buffer_count, op.pin_memory);
+      break;
+  }
+  return out;
 }
 
 }  // namespace strata::offload

@@ -1,5 +1,6 @@
 // The offload layer's entry points for a training job: check the configured offload against the
-// ZeRO stage and the machine, and build the optimizer-state store the config asks for.
+// ZeRO stage and the machine, and build the optimizer-state store the config asks for (the
+// parameter-slice store is make_value_shard_store in offload/value_shard_store.hpp).
 #pragma once
 
 #include <memory>
@@ -13,9 +14,10 @@ namespace strata::offload {
 
 // Throws UserError ("[offload] ...", naming the key) when zero_optimization.offload_optimizer /
 // offload_param cannot run as configured: offload without the ZeRO stage it needs (optimizer:
-// >= 1, parameters: 3), an nvme_path that is not a writable directory or lies inside the
-// checkpoint directory, buffer_count < 2 for nvme, io_uring or O_DIRECT unavailable there.
-// Creates nvme_path if missing.
+// >= 1, parameters: 3), an nvme_path that is unset, not a writable directory or inside the
+// checkpoint directory, buffer_count < 2 for nvme, aio.block_size not a multiple of 4096,
+// offload_param.buffer_size / max_in_cpu other than their defaults (not supported), io_uring or
+// O_DIRECT unavailable there. Creates nvme_path if missing.
 void validate(const config::Config& cfg, int zero_stage);
 
 // The optimizer-state store for offload_optimizer.device: nullptr for "none" (the Trainer keeps
@@ -24,7 +26,9 @@ void validate(const config::Config& cfg, int zero_stage);
 std::unique_ptr<train::OptimizerStateStore> make_state_store(const config::Config& cfg, int rank,
                                                              const TensorOptions& memory);
 
-// One line for logs, e.g. "optimizer state on nvme (/mnt/nvme, 4 buffers, io_uring 8 x 1.00 MiB)".
+// One line for logs: where optimizer state and parameters live, e.g. "optimizer state on nvme
+// (/mnt/nvme, 4 buffers, io_uring 8 x 1.00 MiB x 1 thread(s)); parameters as owned slices on the
+// host".
 std::string describe(const config::Config& cfg);
 
 }  // namespace strata::offload

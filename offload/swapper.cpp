@@ -118,6 +118,7 @@ std::byte* Swapper::acquire(std::size_t u, bool fresh) {
   check_ok();
   STRATA_CHECK(u < units_.size(), "offload", "unit {} of {} in {}", u, units_.size(), path());
   Unit& un = units_[u];
+  ++stats_.acquires;
   if (un.slot < 0) {
     const int s = pick_slot({});
     if (s < 0)

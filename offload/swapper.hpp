@@ -30,6 +30,7 @@ struct SwapperOptions {
 struct SwapStats {
   std::uint64_t bytes_read = 0, bytes_written = 0;
   std::uint64_t reads = 0, writes = 0;
+  std::uint64_t acquires = 0;
   std::uint64_t hits = 0;     // acquires of units already resident (or being read ahead)
   double read_wait_s = 0;     // acquire() blocked on a read
   double write_wait_s = 0;    // blocked on a write-back (buffer reuse, flush)

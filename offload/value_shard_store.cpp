@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "framework/backend/cuda_runtime.hpp"
+#include "framework/memory/size.hpp"
+
 namespace strata::offload {
 
 namespace {
@@ -29,6 +32,11 @@ Tensor HostValueShardStore::acquire(std::size_t u) {
   return view(un.buf.data(), un.elements, un.dtype);
 }
 
+std::string HostValueShardStore::where() const {
+  return pin_ ? (cuda::compiled() ? "host memory (pinned)" : "host memory (pin_memory: no CUDA, plain)")
+              : "host memory";
+}
+
 namespace {
 SwapperOptions for_params(SwapperOptions o) {
   o.what = "params";
@@ -43,6 +51,11 @@ void NvmeValueShardStore::create(std::size_t u, std::int64_t elements, DType dty
   STRATA_CHECK(u == units_.size(), "offload", "parameter slice created out of order (unit {})", u);
   swapper_.add_unit(slice_bytes(elements, dtype));  // reads as zeros until written
   units_.push_back(Unit{elements, dtype});
+}
+
+std::string NvmeValueShardStore::where() const {
+  return fmt::format("nvme ({}, {} buffers of {})", swapper_.path(), swapper_.buffer_count(),
+                     format_bytes(swapper_.buffer_bytes()));
 }
 
 void NvmeValueShardStore::read_ahead(std::size_t u) {

@@ -1,34 +1,22 @@
-// ValueShardStore: where ZeRO-3's owned parameter slices live when offload_param moves them off
-// the device — the host tier ("cpu") or a per-rank NVMe swap file ("nvme"). The parameter store
-// asks for a unit's slice around each use (the all-gather before forward/backward, the optimizer
-// update, checkpoints): acquire(u) ... release(u, dirty).
-//
-// The interface belongs in framework/nn (nn::ParamStore calls it); it is declared here until that
-// seam lands (docs/offload.md, "Parameter offload"), after which this header only re-exports it.
+// The parameter-slice stores of offload_param (ZeRO-3): the host tier ("cpu") or a per-rank NVMe
+// swap file ("nvme"), behind nn::ValueShardStore, which nn::ParamStore asks for a unit's slice
+// around each use (the all-gather before forward/backward, the optimizer update, checkpoints).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "framework/config/config.hpp"
 #include "framework/core/tensor.hpp"
+#include "framework/nn/value_shard_store.hpp"
 #include "offload/host_buffer.hpp"
 #include "offload/swapper.hpp"
 
 namespace strata::offload {
 
-class ValueShardStore {
- public:
-  virtual ~ValueShardStore() = default;
-  // Unit u's owned slice: `elements` of `dtype`, zero until written. Created in order 0..n-1.
-  virtual void create(std::size_t u, std::int64_t elements, DType dtype) = 0;
-  // Unit u's slice, resident and writable until release(u).
-  virtual Tensor acquire(std::size_t u) = 0;
-  // Done with unit u; `dirty` when it was written (an NVMe store writes it back).
-  virtual void release(std::size_t u, bool dirty) = 0;
-  virtual std::size_t num_units() const = 0;
-};
+using ValueShardStore = nn::ValueShardStore;
 
 // offload_param.device = "cpu": every slice in host memory (pinned when asked and possible),
 // charged to the host tier under params.
@@ -39,6 +27,7 @@ class HostValueShardStore final : public ValueShardStore {
   Tensor acquire(std::size_t u) override;
   void release(std::size_t, bool) override {}
   std::size_t num_units() const override { return units_.size(); }
+  std::string where() const override;
 
  private:
   struct Unit {
@@ -53,7 +42,8 @@ class HostValueShardStore final : public ValueShardStore {
 
 // offload_param.device = "nvme": slices in this rank's "params" swap file, buffer_count host
 // buffers. Reads ahead in the direction the units are being visited (forward 0..n-1, backward
-// n-1..0, the optimizer 0..n-1), so the gather of the next unit finds its slice resident.
+// n-1..0, the optimizer 0..n-1), so the gather of the next unit finds its slice resident or in
+// flight. (Guessing across a pass boundary was tried and evicted more than it saved.)
 class NvmeValueShardStore final : public ValueShardStore {
  public:
   explicit NvmeValueShardStore(SwapperOptions opts);
@@ -61,8 +51,9 @@ class NvmeValueShardStore final : public ValueShardStore {
   Tensor acquire(std::size_t u) override;
   void release(std::size_t u, bool dirty) override;
   std::size_t num_units() const override { return units_.size(); }
-  // Waits for every write-back; throws the first I/O error.
-  void flush() { swapper_.flush(); }
+  std::string where() const override;
+  // Waits for every write-back; throws the first I/O error (naming the swap file).
+  void flush() override { swapper_.flush(); }
   const Swapper& swapper() const { return swapper_; }
   Swapper& swapper() { return swapper_; }
 

@@ -26,6 +26,7 @@
 #include "framework/nn/param_store.hpp"
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
+#include "offload/value_shard_store.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/dp_engine.hpp"
 #include "parallel/grid/grid.hpp"
@@ -130,8 +131,11 @@ int run(const Args& a) {
   const train::Precision prec = train::precision_of(cfg);
   const DType pd = train::param_dtype(prec);
   const int stage = cfg.zero_optimization.stage;
-  nn::ParamStore store(model.units(), parallel::ZeroHooks::store_options(
-                                          nn::ParamStoreOptions{pd, pd, 1, {}}, stage, dp));
+  nn::ParamStoreOptions so =
+      parallel::ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, 1, {}}, stage, dp);
+  // ZeRO-3 parameter slices: on the device, or offloaded to host memory / NVMe swap files.
+  so.value_store = offload::make_value_shard_store(cfg, world.group().rank(), so.memory);
+  nn::ParamStore store(model.units(), so);
   store.initialize(cfg.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
   train::Trainer trainer(store, train::trainer_options(cfg),
@@ -172,10 +176,20 @@ int run(const Args& a) {
     got.params = static_cast<double>(ledger.current(Tier::device, Category::params));
     got.grads = static_cast<double>(ledger.current(Tier::device, Category::grads));
     got.optimizer = static_cast<double>(ledger.current(Tier::device, Category::optimizer));
-    std::printf("ZeRO stage %d on %d ranks, model states per rank:\n  measured:   %s\n  "
-                "prediction: %s\n", stage, grid.dp_size(), parallel::describe(got).c_str(),
-                parallel::describe(pred).c_str());
+    std::printf("ZeRO stage %d on %d ranks, model states per rank:\n  measured:   %s (device)\n  "
+                "prediction: %s (without offload)\n", stage, grid.dp_size(),
+                parallel::describe(got).c_str(), parallel::describe(pred).c_str());
+    // Offloaded model states, by tier (host includes the NVMe tier's staging buffers).
+    for (const Tier t : {Tier::host, Tier::nvme}) {
+      const auto p = ledger.current(t, Category::params), o = ledger.current(t, Category::optimizer);
+      if (p + o > 0)
+        std::printf("  on %-8s params %s, optimizer %s\n", (std::string(tier_name(t)) + ":").c_str(),
+                    format_bytes(p).c_str(), format_bytes(o).c_str());
+    }
   }
+  std::printf("offload: %s\n", offload::describe(cfg).c_str());
+  if (const auto& vs = store.options().value_store)
+    std::printf("parameter slices (rank 0): %s\n", vs->where().c_str());
   std::printf("memory after set-up (rank 0):\n%s", ledger.report().c_str());
   std::fflush(stdout);
   }

@@ -42,7 +42,9 @@ ParamStore::ParamStore(std::vector<std::vector<Parameter*>> units, const ParamSt
     l.padded = (l.numel + mult - 1) / mult * mult;
     std::tie(l.lo, l.hi) = shard_range(l.padded, opts.shard_count, opts.shard_index);
     Tensor v, g, vs, gs;
-    if (opts.shard_values) vs = Tensor::zeros(Shape{l.hi - l.lo}, opts.param_dtype, pmem);
+    if (opts.shard_values && opts.value_store)
+      opts.value_store->create(layouts_.size(), l.hi - l.lo, opts.param_dtype);
+    else if (opts.shard_values) vs = Tensor::zeros(Shape{l.hi - l.lo}, opts.param_dtype, pmem);
     else v = Tensor::zeros(Shape{l.padded}, opts.param_dtype, pmem);
     if (opts.shard_grads) gs = Tensor::zeros(Shape{l.hi - l.lo}, opts.grad_dtype, gmem);
     else g = Tensor::zeros(Shape{l.padded}, opts.grad_dtype, gmem);
@@ -57,8 +59,18 @@ ParamStore::ParamStore(std::vector<std::vector<Parameter*>> units, const ParamSt
 }
 
 Tensor ParamStore::value_shard(std::size_t u) const {
+  STRATA_CHECK(!opts_.value_store, "nn", "unit {}: parameter slices are offloaded; use "
+               "acquire_value_shard / release_value_shard", u);
   if (opts_.shard_values) return value_shards_[u];
   return values_[u].slice(0, layouts_[u].lo, layouts_[u].hi);
+}
+
+Tensor ParamStore::acquire_value_shard(std::size_t u) const {
+  return opts_.value_store ? opts_.value_store->acquire(u) : value_shard(u);
+}
+
+void ParamStore::release_value_shard(std::size_t u, bool dirty) const {
+  if (opts_.value_store) opts_.value_store->release(u, dirty);
 }
 
 Tensor ParamStore::grad_shard(std::size_t u) const {
@@ -101,7 +113,7 @@ void ParamStore::initialize(std::uint64_t seed) {
     // Stored range: the whole unit, or only the owned slice.
     const std::int64_t lo = opts_.shard_values ? l.lo : 0;
     const std::int64_t hi = opts_.shard_values ? l.hi : l.padded;
-    Tensor dst = opts_.shard_values ? value_shards_[u] : values_[u];
+    Tensor dst = opts_.shard_values ? acquire_value_shard(u) : values_[u];
     for (std::size_t i = 0; i < l.params.size(); ++i) {
       const std::int64_t a = std::max(lo, l.offsets[i]);
       const std::int64_t b = std::min(hi, l.offsets[i] + l.params[i]->shape.numel());
@@ -113,6 +125,7 @@ void ParamStore::initialize(std::uint64_t seed) {
               static_cast<char*>(dst.raw()) + (a - lo) * static_cast<std::int64_t>(dtype_size(dst.dtype())),
               dst.dtype(), n);
     }
+    if (opts_.shard_values) release_value_shard(u, true);
   }
 }
 

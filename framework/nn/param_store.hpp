@@ -7,10 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "framework/nn/parameter.hpp"
+#include "framework/nn/value_shard_store.hpp"
 
 namespace strata::nn {
 
@@ -31,6 +33,8 @@ struct ParamStoreOptions {
   int shard_index = 0;
   bool shard_values = false;  // store only the owned slice of parameter values
   bool shard_grads = false;   // store only the owned slice of gradients
+  // With shard_values: where the owned slices live (offload_param); null: on `memory`.
+  std::shared_ptr<ValueShardStore> value_store{};
 };
 
 class ParamStore {
@@ -49,8 +53,13 @@ class ParamStore {
   // The full flat buffers (undefined for a sharded kind unless bound).
   const Tensor& values(std::size_t u) const { return values_[u]; }
   const Tensor& grads(std::size_t u) const { return grads_[u]; }
-  // The owned slices [lo, hi) of the unit's values and gradients (views).
+  // The owned slices [lo, hi) of the unit's values and gradients (views). value_shard throws
+  // when the slices are offloaded (options().value_store): use acquire/release_value_shard.
   Tensor value_shard(std::size_t u) const;
+  // The owned value slice, resident until release_value_shard(u, dirty) (`dirty`: it was
+  // written). Without a value store: value_shard(u), and release does nothing.
+  Tensor acquire_value_shard(std::size_t u) const;
+  void release_value_shard(std::size_t u, bool dirty) const;
   Tensor grad_shard(std::size_t u) const;
 
   // Points the unit's parameters at a full flat buffer (size padded) of values / gradients; used
@@ -71,6 +80,30 @@ class ParamStore {
   std::vector<UnitLayout> layouts_;
   std::vector<Tensor> values_, grads_;             // full buffers (bound or owned)
   std::vector<Tensor> value_shards_, grad_shards_;  // owned slices when sharded
+};
+
+// Unit u's owned value slice for a scope: acquire_value_shard on construction,
+// release_value_shard(u, dirty) on destruction (errors of an offloaded write-back surface at
+// the store's next use, never from a destructor).
+class ValueShardScope {
+ public:
+  ValueShardScope(const ParamStore& s, std::size_t u, bool dirty)
+      : store_(s), u_(u), dirty_(dirty), t_(s.acquire_value_shard(u)) {}
+  ~ValueShardScope() {
+    try {
+      store_.release_value_shard(u_, dirty_);
+    } catch (...) {
+    }
+  }
+  ValueShardScope(const ValueShardScope&) = delete;
+  ValueShardScope& operator=(const ValueShardScope&) = delete;
+  const Tensor& get() const { return t_; }
+
+ private:
+  const ParamStore& store_;
+  std::size_t u_;
+  bool dirty_;
+  Tensor t_;
 };
 
 // The owned range [lo, hi) of shard `index` of `count` in a buffer of `padded` elements.

@@ -37,7 +37,8 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
     l.elements = store.layout(u).hi - store.layout(u).lo;
     l.master = pd != DType::f32;
     l.second_moment = opts.optimizer == OptimizerKind::adamw;
-    states_->create(u, l, store.value_shard(u));
+    const nn::ValueShardScope values(store, u, false);  // released even if create throws
+    states_->create(u, l, values.get());
   }
 }
 
@@ -48,7 +49,11 @@ double Trainer::current_lr() const { return schedule_->lr_for_update(updates_ + 
 Tensor Trainer::master_shard(std::size_t u) const {
   const TensorOptions host = store_.options().memory.with(Tier::host).with(Category::other);
   UnitOptimizerState& s = states_->acquire(u);
-  Tensor out = (s.master.defined() ? s.master : store_.value_shard(u)).to(DType::f32, host);
+  Tensor out;
+  {
+    const nn::ValueShardScope values(store_, u, false);
+    out = (s.master.defined() ? s.master : values.get()).to(DType::f32, host);
+  }
   states_->release(u, false);
   return out;
 }
@@ -64,16 +69,8 @@ double Trainer::grad_sum_squares(std::size_t u) const {
   const Tensor g = store_.grad_shard(u);
   const auto n = owned_numel(store_.layout(u));
   if (g.dtype() == DType::f32) return cpu::sum_squares(g.data<float>(), n);
-  // 16-bit gradients: widen in fixed-size chunks (fixed order → deterministic).
-  constexpr std::size_t kChunk = 1 << 16;
-  std::vector<float> tmp(std::min(n, kChunk));
-  double sum = 0;
-  for (std::size_t i = 0; i < n; i += kChunk) {
-    const std::size_t c = std::min(kChunk, n - i);
-    convert(static_cast<const std::uint16_t*>(g.raw()) + i, g.dtype(), tmp.data(), DType::f32, c);
-    sum += cpu::sum_squares(tmp.data(), c);
-  }
-  return sum;
+  // 16-bit gradients are widened chunk by chunk inside the (multi-threaded, fixed-order) kernel.
+  return cpu::sum_squares(static_cast<const std::uint16_t*>(g.raw()), g.dtype(), n);
 }
 
 bool Trainer::grads_overflow() const {
@@ -119,7 +116,8 @@ StepResult Trainer::step() {
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     UnitOptimizerState& s = states_->acquire(u);
-    const Tensor vshard = store_.value_shard(u);
+    const nn::ValueShardScope held(store_, u, /*dirty=*/true);  // written back when released
+    const Tensor& vshard = held.get();
     float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
     auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
     const Tensor g = store_.grad_shard(u);
@@ -167,6 +165,8 @@ StepResult Trainer::step() {
     states_->release(u, true);
   }
   states_->end_step();
+  // Offloaded parameter slices: this step's write-backs are complete (or their error thrown).
+  if (const auto& vs = store_.options().value_store) vs->flush();
   if (scaler_) scaler_->update(false);
   store_.zero_grads();
   ++updates_;

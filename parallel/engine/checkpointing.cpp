@@ -215,7 +215,8 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
         auto add = [&](std::string_view kind, const Tensor& owned) {
           for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep))) writer.add(sl);
         };
-        add(ck::kParam, master_of(store_, s, store_.value_shard(u)));
+        const nn::ValueShardScope vshard(store_, u, false);
+        add(ck::kParam, master_of(store_, s, vshard.get()));
         add(kinds[0], s.m);
         if (kinds.size() > 1) add(kinds[1], s.v);
       } catch (...) {
@@ -244,7 +245,8 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
     train::UnitOptimizerState& s = states.acquire(u);
     try {
       std::vector<Tensor> keep;
-      const Tensor vshard = store_.value_shard(u);
+      const nn::ValueShardScope held(store_, u, false);
+      const Tensor& vshard = held.get();
       auto add = [&](std::size_t k, std::string_view kind, const Tensor& owned) {
         for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep)))
           by_kind[k].push_back(ck::stage(sl));
@@ -320,7 +322,8 @@ void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out
     const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));
     train::UnitOptimizerState& s = states.acquire(u);
     try {
-      const Tensor vshard = store_.value_shard(u);
+      const nn::ValueShardScope held(store_, u, true);
+      const Tensor& vshard = held.get();
       auto read = [&](std::string_view kind, const Tensor& dst) {
         STRATA_CHECK(!dst.device().is_cuda(), "checkpoint",
                      "loading into device memory is not implemented");

@@ -41,7 +41,7 @@ ZeroHooks::~ZeroHooks() {
   // Never leave a collective referring to freed buffers: wait, but do not throw from here.
   for (auto& w : allreduce_inflight_) try { w.wait(); } catch (...) {}
   for (auto& p : pending_) try { p.work.wait(); } catch (...) {}
-  for (auto& g : gathered_) try { g.work.wait(); } catch (...) {}
+  for (std::size_t u = 0; u < gathered_.size(); ++u) try { finish_gather(gathered_[u], u); } catch (...) {}
 }
 
 bool ZeroHooks::persistent(std::size_t u) const {
@@ -50,12 +50,21 @@ bool ZeroHooks::persistent(std::size_t u) const {
 
 // ---- stage 3: gathering parameters ----
 
+void ZeroHooks::finish_gather(Gathered& g, std::size_t u) {
+  g.work.wait();
+  if (g.shard.defined()) {
+    g.shard = Tensor();
+    store_.release_value_shard(u, false);
+  }
+}
+
 void ZeroHooks::start_gather(std::size_t u) {
   Gathered& g = gathered_[u];
   const auto& l = store_.layout(u);
   g.full = Tensor::empty(Shape{l.padded}, store_.options().param_dtype,
                          store_.options().memory.with(Category::params));
-  g.work = dp_.all_gather(store_.value_shard(u), g.full);
+  g.shard = store_.acquire_value_shard(u);
+  g.work = dp_.all_gather(g.shard, g.full);
   g.ready = false;
   live_elements_ += l.padded;
   volume_.all_gather += g.full.nbytes();
@@ -65,7 +74,7 @@ void ZeroHooks::acquire(std::size_t u) {
   Gathered& g = gathered_[u];
   if (!g.full.defined()) start_gather(u);
   if (!g.ready) {
-    g.work.wait();
+    finish_gather(g, u);
     g.ready = true;
     store_.bind_values(u, g.full);
   }
@@ -76,7 +85,7 @@ void ZeroHooks::release(std::size_t u) {
   Gathered& g = gathered_[u];
   if (g.uses > 0) --g.uses;
   if (g.uses > 0 || persistent(u)) return;
-  g.work.wait();
+  finish_gather(g, u);
   store_.unbind_values(u);
   live_elements_ -= store_.layout(u).padded;
   g = Gathered{};
@@ -221,7 +230,7 @@ void ZeroHooks::after_step() {
     for (std::size_t u = 0; u < gathered_.size(); ++u) {
       if (!gathered_[u].full.defined()) continue;
       gathered_[u].uses = 0;
-      gathered_[u].work.wait();
+      finish_gather(gathered_[u], u);
       if (store_.values_bound(u)) store_.unbind_values(u);
       live_elements_ -= store_.layout(u).padded;
       gathered_[u] = Gathered{};

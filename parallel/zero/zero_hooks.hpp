@@ -71,6 +71,7 @@ class ZeroHooks : public nn::UnitHooks {
   };
   struct Gathered {
     Tensor full;
+    Tensor shard;  // the acquired owned slice, held until the gather completes
     Work work;
     bool ready = false;
     int uses = 0;
@@ -84,6 +85,7 @@ class ZeroHooks : public nn::UnitHooks {
   void release(std::size_t u);
   void start_gather(std::size_t u);
   void prefetch(std::size_t u);
+  void finish_gather(Gathered& g, std::size_t u);  // waits, releases the slice
   bool persistent(std::size_t u) const;
 
   nn::ParamStore& store_;

@@ -2,6 +2,7 @@
 // and settings that cannot work are UserErrors naming the key before training starts.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "offload/factory.hpp"
@@ -77,6 +78,52 @@ TEST(OffloadFactory, RejectsBadNvmePaths) {
   auto e = with_offload(OffloadDevice::nvme, dir.str() + "/swap");
   e.strata.checkpoint.dir = dir.str() + "/ckpt";
   validate(e, 1);
+}
+
+
+config::Config with_param_offload(OffloadDevice d, const std::string& path = {}) {
+  config::Config c;
+  c.zero_optimization.stage = 3;
+  c.zero_optimization.offload_param.device = d;
+  c.zero_optimization.offload_param.nvme_path = path;
+  return c;
+}
+
+TEST(OffloadFactory, ParamOffloadIsAcceptedAtStageThreeAndChecksItsKeys) {
+  ScratchDir dir("factoryparam");
+  validate(with_param_offload(OffloadDevice::cpu), 3);
+  auto ok = with_param_offload(OffloadDevice::nvme, dir.str() + "/params");
+  validate(ok, 3);  // creates the directory
+  EXPECT_TRUE(std::filesystem::is_directory(dir.str() + "/params"));
+  EXPECT_NE(describe(ok).find("parameters as owned slices on nvme (" + dir.str() + "/params"),
+            std::string::npos) << describe(ok);
+  EXPECT_NE(describe(with_param_offload(OffloadDevice::cpu)).find("parameters as owned slices on the host"),
+            std::string::npos);
+  // Both on NVMe, even in the same directory (the files are named ...-params / ...-optimizer).
+  auto both = ok;
+  both.zero_optimization.offload_optimizer.device = OffloadDevice::nvme;
+  both.zero_optimization.offload_optimizer.nvme_path = dir.str() + "/params";
+  validate(both, 3);
+  for (int stage : {0, 1, 2}) expect_user_error(with_param_offload(OffloadDevice::cpu), stage, "offload_param.device");
+  expect_user_error(with_param_offload(OffloadDevice::nvme), 3, "offload_param.nvme_path is not set");
+  auto bc = ok;
+  bc.zero_optimization.offload_param.buffer_count = 1;
+  expect_user_error(bc, 3, "offload_param.buffer_count");
+  auto bs = ok;
+  bs.zero_optimization.offload_param.buffer_size = 5000;
+  expect_user_error(bs, 3, "offload_param.buffer_size");
+  auto mc = ok;
+  mc.zero_optimization.offload_param.max_in_cpu = 5000;
+  expect_user_error(mc, 3, "offload_param.max_in_cpu");
+  auto ck = with_param_offload(OffloadDevice::nvme, dir.str() + "/ckpt/params");
+  ck.strata.checkpoint.dir = dir.str() + "/ckpt";
+  expect_user_error(ck, 3, "offload_param.nvme_path");
+  const std::string file = dir.str() + "/file";
+  std::ofstream(file) << "x";
+  expect_user_error(with_param_offload(OffloadDevice::nvme, file), 3, "offload_param.nvme_path");
+  auto blk = ok;
+  blk.aio.block_size = 1000;
+  expect_user_error(blk, 3, "aio.block_size");
 }
 
 }  // namespace

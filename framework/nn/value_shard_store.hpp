@@ -1,0 +1,32 @@
+// ValueShardStore: where ZeRO-3's owned parameter slices live when they are offloaded
+// (zero_optimization.offload_param): the ParamStore asks for a unit's slice around each use — the
+// all-gather before forward/backward, the optimizer update, checkpoints. Implemented by offload/
+// (host memory, NVMe swap files).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "framework/core/tensor.hpp"
+
+namespace strata::nn {
+
+class ValueShardStore {
+ public:
+  virtual ~ValueShardStore() = default;
+  // Unit u's owned slice: `elements` of `dtype`, zero until written. Created in order 0..n-1.
+  virtual void create(std::size_t u, std::int64_t elements, DType dtype) = 0;
+  // Unit u's slice, resident and writable until release(u).
+  virtual Tensor acquire(std::size_t u) = 0;
+  // Done with unit u; `dirty` when it was written.
+  virtual void release(std::size_t u, bool dirty) = 0;
+  // Every write-back so far is complete; throws the first error (the Trainer calls it at the end
+  // of each step, so a failed write fails that step). Nothing to do for a store in memory.
+  virtual void flush() {}
+  virtual std::size_t num_units() const = 0;
+  // Where the slices live, for logs: "host memory", "nvme (/path/file.swp, 4 buffers)".
+  virtual std::string where() const = 0;
+};
+
+}  // namespace strata::nn
