@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
       const auto t_end = Clock::now();
       // Around the update: the gradient norm before it, zeroing gradients after it.
       const double after = std::chrono::duration<double>(t_end - timed->end).count();
-      const double before = total - fb - opt - after;
+      const double before = std::max(0.0, total - fb - opt - after);  // in fb with the engine
       std::printf("step %d: loss %.4f, %.1f s = forward+backward %.1f s + grad norm %.1f s + "
                   "optimizer %.1f s + zero grads %.1f s",
                   s, loss, total, fb, before, opt, after);
