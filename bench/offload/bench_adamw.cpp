@@ -8,11 +8,13 @@
 // AdamW with the 16-bit copy moves 30 bytes per parameter (reads p, g, m, v: 16; writes p, m, v:
 // 12; writes the bf16 copy: 2); without it 28. The bound is the best bandwidth measured by copy,
 // triad and a kernel with AdamW's exact access pattern but no math (all vectorised for this CPU,
-// same threads), divided by those bytes.
+// same threads), divided by those bytes; bound and AdamW are timed back to back in each round and
+// the fraction reported is the median over rounds (the machine's bandwidth drifts).
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -112,7 +114,7 @@ int main(int argc, char** argv) {
   bool torch = true;
   app.add_option("--params", n, "parameters per step (default 33554432)");
   app.add_option("--threads", threads, "threads for every side (default: OpenMP's)");
-  app.add_option("--iters", iters, "timed repetitions (median)");
+  app.add_option("--iters", iters, "rounds (each times every kernel 3 times; median)");
   app.add_option("--python", python, "python with torch (default /usr/bin/python3)");
   app.add_flag("!--no-torch", torch, "skip the PyTorch comparison");
   CLI11_PARSE(app, argc, argv);
@@ -132,43 +134,60 @@ int main(int argc, char** argv) {
     c[i] = 2.0f;
   }
   const auto N = static_cast<std::int64_t>(n);
-  const double t_copy = median_seconds(iters, [&] { copy_kernel(a.get(), b.get(), N); });
-  const double t_triad = median_seconds(iters, [&] { triad_kernel(a.get(), b.get(), c.get(), N); });
-  const double t_shape16 = median_seconds(iters, [&] { shape_kernel(p.get(), b.get(), m.get(), v.get(), p16.get(), N); });
-  const double t_shape32 = median_seconds(iters, [&] { shape_kernel(p.get(), b.get(), m.get(), v.get(), nullptr, N); });
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < N; ++i) m[i] = v[i] = 0;
-  const double bw_copy = 8.0 * static_cast<double>(n) / t_copy;    // STREAM counting: 2 × 4 B
-  const double bw_triad = 12.0 * static_cast<double>(n) / t_triad;  // 3 × 4 B
-  const double bw_shape16 = 30.0 * static_cast<double>(n) / t_shape16;
-  const double bw_shape32 = 28.0 * static_cast<double>(n) / t_shape32;
-  const double bw16 = std::max({bw_copy, bw_triad, bw_shape16});
-  const double bw32 = std::max({bw_copy, bw_triad, bw_shape32});
-
   optim::AdamWHyper h;
   h.lr = 1e-3;
   h.weight_decay = 0.1;
   std::int64_t step = 0;
-  const double t_adamw16 = median_seconds(iters, [&] {
-    optim::adamw_step_out16(p.get(), g.get(), m.get(), v.get(), n, h, ++step, 1.0f, p16.get(),
-                            DType::bf16);
-  });
-  const double t_adamw = median_seconds(iters, [&] {
-    optim::adamw_step(p.get(), g.get(), m.get(), v.get(), n, h, ++step, 1.0f);
-  });
-  const double pps16 = static_cast<double>(n) / t_adamw16, pps = static_cast<double>(n) / t_adamw;
-  const double bound16 = bw16 / 30.0, bound = bw32 / 28.0;
+  // The machine is shared: its bandwidth drifts between seconds. So every round times the
+  // bandwidth kernels and AdamW back to back (median of 3 calls each), and the figure reported
+  // is the median over rounds of AdamW's fraction of that round's bound.
+  struct Round {
+    double bw_copy, bw_triad, bw16, bw32, pps16, pps;
+  };
+  std::vector<Round> rounds;
+  for (int r = 0; r < iters; ++r) {
+    Round x{};
+    x.bw_copy = 8.0 * double(n) / median_seconds(3, [&] { copy_kernel(a.get(), b.get(), N); });
+    x.bw_triad = 12.0 * double(n) / median_seconds(3, [&] { triad_kernel(a.get(), b.get(), c.get(), N); });
+    const double shape16 = 30.0 * double(n) / median_seconds(3, [&] { shape_kernel(p.get(), b.get(), m.get(), v.get(), p16.get(), N); });
+    const double shape32 = 28.0 * double(n) / median_seconds(3, [&] { shape_kernel(p.get(), b.get(), m.get(), v.get(), nullptr, N); });
+    x.bw16 = std::max({x.bw_copy, x.bw_triad, shape16});
+    x.bw32 = std::max({x.bw_copy, x.bw_triad, shape32});
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < N; ++i) m[i] = v[i] = 0;
+    x.pps16 = double(n) / median_seconds(3, [&] {
+      optim::adamw_step_out16(p.get(), g.get(), m.get(), v.get(), n, h, ++step, 1.0f, p16.get(),
+                              DType::bf16);
+    });
+    x.pps = double(n) / median_seconds(3, [&] {
+      optim::adamw_step(p.get(), g.get(), m.get(), v.get(), n, h, ++step, 1.0f);
+    });
+    rounds.push_back(x);
+  }
+  auto med = [&](auto f) {
+    std::vector<double> xs;
+    for (const auto& x : rounds) xs.push_back(f(x));
+    std::sort(xs.begin(), xs.end());
+    return std::array<double, 3>{xs[xs.size() / 2], xs.front(), xs.back()};
+  };
+  const auto frac16 = med([](const Round& x) { return x.pps16 / (x.bw16 / 30.0); });
+  const auto frac32 = med([](const Round& x) { return x.pps / (x.bw32 / 28.0); });
+  const double pps16 = med([](const Round& x) { return x.pps16; })[0];
+  const double pps = med([](const Round& x) { return x.pps; })[0];
 
-  std::printf("CPU AdamW, %zu parameters, %d threads, %s path\n", n, threads,
-              optim::simd_path_name(optim::best_simd_path()));
-  std::printf("  memory bandwidth (same run, same threads): copy %.2f GB/s, triad %.2f GB/s (STREAM "
-              "counting); AdamW's access pattern without its math: %.2f GB/s with the 16-bit copy, "
+  std::printf("CPU AdamW, %zu parameters, %d threads, %s path, %d rounds (median, min..max)\n", n,
+              threads, optim::simd_path_name(optim::best_simd_path()), iters);
+  std::printf("  memory bandwidth (same rounds, same threads): copy %.2f GB/s, triad %.2f GB/s (STREAM "
+              "counting); bound with AdamW's access pattern: %.2f GB/s with the 16-bit copy, "
               "%.2f GB/s without\n",
-              bw_copy / 1e9, bw_triad / 1e9, bw_shape16 / 1e9, bw_shape32 / 1e9);
-  std::printf("  adamw + bf16 copy (30 B/param): %8.1f M params/s = %5.1f%% of the bound %.1f M/s (%.2f GB/s)\n",
-              pps16 / 1e6, 100 * pps16 / bound16, bound16 / 1e6, pps16 * 30 / 1e9);
-  std::printf("  adamw f32        (28 B/param): %8.1f M params/s = %5.1f%% of the bound %.1f M/s (%.2f GB/s)\n",
-              pps / 1e6, 100 * pps / bound, bound / 1e6, pps * 28 / 1e9);
+              med([](const Round& x) { return x.bw_copy; })[0] / 1e9,
+              med([](const Round& x) { return x.bw_triad; })[0] / 1e9,
+              med([](const Round& x) { return x.bw16; })[0] / 1e9,
+              med([](const Round& x) { return x.bw32; })[0] / 1e9);
+  std::printf("  adamw + bf16 copy (30 B/param): %8.1f M params/s = %5.1f%% (%.0f..%.0f%%) of the bound\n",
+              pps16 / 1e6, 100 * frac16[0], 100 * frac16[1], 100 * frac16[2]);
+  std::printf("  adamw f32        (28 B/param): %8.1f M params/s = %5.1f%% (%.0f..%.0f%%) of the bound\n",
+              pps / 1e6, 100 * frac32[0], 100 * frac32[1], 100 * frac32[2]);
   if (torch) {
     for (bool foreach : {false, true}) {
       const std::string cmd = python + " " + STRATA_BENCH_DIR + "/adamw_torch.py --params " +
