@@ -81,7 +81,7 @@ std::string rss() {
 int main(int argc, char** argv) {
   CLI::App app{"Large-GPT training with optimizer offload: step-time breakdown and memory"};
   int layers = 12, embd = 768, heads = 12, vocab = 8192, seq = 64, micro = 1, steps = 3, stage = 3;
-  int threads = 0, buffers = 4, qd = 8, param_buffers = 4;
+  int threads = 0, buffers = 4, qd = 16, param_buffers = 4;
   std::string offload = "nvme", nvme = ".", engine = "plain", dtype = "bf16", block = "1MiB";
   std::string offload_param = "none", param_nvme;
   std::string device_mem, host_mem;

@@ -76,13 +76,13 @@ Raw raw_bandwidth(const std::string& dir, std::uint64_t total, const std::vector
 int main(int argc, char** argv) {
   CLI::App app{"NVMe swap bandwidth vs raw O_DIRECT"};
   std::string dir = ".", bytes_s = "2GiB", unit_s = "64MiB", block_s = "1MiB", chunk_s = "8MiB,64MiB";
-  int buffers = 4, qd = 8, threads = 1, reps = 5;
+  int buffers = 4, qd = 16, threads = 1, reps = 5;
   app.add_option("--dir", dir, "directory on the drive to measure (default .)");
   app.add_option("--bytes", bytes_s, "bytes per pass (default 2GiB)");
   app.add_option("--unit", unit_s, "swap unit size (default 64MiB)");
   app.add_option("--buffers", buffers, "host buffers (buffer_count, default 4)");
   app.add_option("--block-size", block_s, "aio.block_size (default 1MiB)");
-  app.add_option("--queue-depth", qd, "aio.queue_depth (default 8)");
+  app.add_option("--queue-depth", qd, "aio.queue_depth (default 16)");
   app.add_option("--threads", threads, "aio.thread_count (default 1)");
   app.add_option("--chunk", chunk_s, "raw pread/pwrite sizes, best taken (default 8MiB,64MiB)");
   app.add_option("--reps", reps, "repetitions (median, default 5)");

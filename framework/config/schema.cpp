@@ -136,7 +136,7 @@ constexpr KeySpec kSchema[] = {
     // ---- aio (DeepSpeed) ----
     {"aio", K::object, "{}", "Asynchronous I/O of the NVMe tier."},
     {"aio.block_size", K::integer, "1048576", "Bytes per I/O request (a multiple of 4096)."},
-    {"aio.queue_depth", K::integer, "8", "I/O requests in flight."},
+    {"aio.queue_depth", K::integer, "16", "I/O requests in flight per I/O thread (DeepSpeed: 8)."},
     {"aio.thread_count", K::integer, "1", "I/O submission threads."},
     {"aio.single_submit", K::boolean, "false",
      "Submit requests one at a time instead of in batches."},
