@@ -1,11 +1,47 @@
 #include "framework/checkpoint/async_saver.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 
 namespace strata::checkpoint {
 
-AsyncSaver::AsyncSaver(AllRanksOk all_ok, WarningSink on_unreported_error)
-    : all_ok_(std::move(all_ok)), on_unreported_error_(std::move(on_unreported_error)) {
+namespace {
+
+WriterPriority priority_from_env(WriterPriority fallback) {
+  const char* v = std::getenv("STRATA_CHECKPOINT_WRITER_PRIORITY");
+  if (!v || !*v) return fallback;
+  const std::string_view s(v);
+  if (s == "idle") return WriterPriority::idle;
+  if (s == "low") return WriterPriority::low;
+  if (s == "normal") return WriterPriority::normal;
+  user_fail("checkpoint", "STRATA_CHECKPOINT_WRITER_PRIORITY='{}': expected idle, low or normal",
+            s);
+}
+
+// Lowers the calling thread's CPU priority (best effort: a refusal leaves it as it was).
+void lower_this_thread(WriterPriority p) {
+  if (p == WriterPriority::idle) {
+    sched_param param{};
+    param.sched_priority = 0;
+    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) == 0) return;
+  }
+  if (p != WriterPriority::normal)
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
+}
+
+}  // namespace
+
+AsyncSaver::AsyncSaver(AllRanksOk all_ok, WarningSink on_unreported_error, WriterPriority priority)
+    : all_ok_(std::move(all_ok)),
+      on_unreported_error_(std::move(on_unreported_error)),
+      priority_(priority_from_env(priority)) {
   STRATA_CHECK(static_cast<bool>(all_ok_), "checkpoint", "AsyncSaver needs an AllRanksOk callback");
 }
 
@@ -41,13 +77,14 @@ void AsyncSaver::submit(SaveJob job) {
   auto owned = std::make_shared<SaveJob>(std::move(job));
   done_ = false;
   worker_ = std::thread([this, owned] {
+    lower_this_thread(priority_);
     std::optional<SaveResult> result;
     std::exception_ptr error;
     try {
       std::vector<SliceRef> refs;
       refs.reserve(owned->slices.size());
       for (const auto& s : owned->slices) refs.push_back(s.ref());
-      result = save_checkpoint(owned->spec, refs, owned->rank_state, all_ok_);
+      result = save_checkpoint(owned->spec, refs, owned->rank_state, all_ok_, gather_);
     } catch (...) {
       error = std::current_exception();
     }

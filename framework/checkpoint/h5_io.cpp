@@ -66,7 +66,12 @@ Id create_file(const std::string& path) {
   Id fcpl(STRATA_CHECK_H5(H5Pcreate(H5P_FILE_CREATE)), H5Pclose);
   STRATA_CHECK_H5(
       H5Pset_link_creation_order(fcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED));
-  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT);
+  Id fapl(STRATA_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+  // Metadata in 1 MiB blocks (the first at the start of the file), and no aggregation of small
+  // raw data: the datasets' bytes then follow each other in the order they are created.
+  STRATA_CHECK_H5(H5Pset_meta_block_size(fapl.get(), 1 << 20));
+  STRATA_CHECK_H5(H5Pset_small_data_block_size(fapl.get(), 0));
+  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
   if (f < 0) fail("checkpoint", "cannot create HDF5 file '{}': {}", path, last_error());
   return Id(f, H5Fclose);
 }
@@ -263,6 +268,26 @@ Id write_dataset(hid_t loc, const std::string& name, DType t, const std::vector<
         H5Dclose);
   STRATA_CHECK_H5(H5Dwrite(ds.get(), mem_type(t), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
   return ds;
+}
+
+Id create_contiguous_dataset(hid_t loc, const std::string& name, DType t, std::int64_t n) {
+  Id space = space_1d(static_cast<hsize_t>(n));
+  Id dcpl(STRATA_CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+  STRATA_CHECK_H5(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS));
+  STRATA_CHECK_H5(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY));
+  STRATA_CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER));
+  return Id(STRATA_CHECK_H5(H5Dcreate2(loc, name.c_str(), file_type(t), space.get(), H5P_DEFAULT,
+                                       dcpl.get(), H5P_DEFAULT)),
+            H5Dclose);
+}
+
+std::optional<std::uint64_t> raw_data_offset(hid_t dataset) {
+  const haddr_t a = H5Dget_offset(dataset);
+  if (a == HADDR_UNDEF) {
+    last_error();  // clears the error stack HDF5 may have left
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(a);
 }
 
 std::vector<std::int64_t> dataset_dims(hid_t dataset) {

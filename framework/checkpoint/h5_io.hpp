@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,11 @@
 
 namespace strata::checkpoint::h5 {
 
-Id create_file(const std::string& path);  // truncates an existing file
-Id open_file(const std::string& path);    // read-only
+// Truncates an existing file. Metadata is aggregated in 1 MiB blocks, the first at the start,
+// and the contiguous datasets' bytes follow each other in the order the datasets are created
+// (from 1 MiB on, while the metadata fits), so raw_io.hpp writes them as long runs.
+Id create_file(const std::string& path);
+Id open_file(const std::string& path);  // read-only
 Id create_group(hid_t loc, const std::string& name);
 Id open_group(hid_t loc, const std::string& name);
 // True if every component of the '/'-separated path exists under loc.
@@ -40,6 +44,12 @@ std::string describe_type(hid_t type);
 // Writes a dataset of `dims` (row-major) from `data` (elements of t) and returns it open.
 Id write_dataset(hid_t loc, const std::string& name, DType t, const std::vector<std::int64_t>& dims,
                  const void* data);
+// A 1-D contiguous dataset of n elements whose storage is allocated now and never filled by
+// HDF5: the caller writes its bytes at raw_data_offset() (raw_io.hpp).
+Id create_contiguous_dataset(hid_t loc, const std::string& name, DType t, std::int64_t n);
+// File offset of a dataset's contiguous raw data; nullopt when it has none (chunked, compact,
+// or not allocated).
+std::optional<std::uint64_t> raw_data_offset(hid_t dataset);
 std::vector<std::int64_t> dataset_dims(hid_t dataset);
 // Reads a whole dataset (its type must match t; checked by the caller) into out.
 void read_dataset(hid_t dataset, DType t, void* out);

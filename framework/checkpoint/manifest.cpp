@@ -239,6 +239,59 @@ json to_json(const Manifest& m) {
           {"params", params}};
 }
 
+json record_to_json(const ShardRecord& r) {
+  json datasets = json::array();
+  for (const DatasetRecord& d : r.datasets)
+    datasets.push_back({{"path", d.path},
+                        {"kind", d.kind},
+                        {"name", d.name},
+                        {"shape", d.global_shape.dims()},
+                        {"dtype", std::string(dtype_name(d.dtype))},
+                        {"begin", d.begin},
+                        {"end", d.end},
+                        {"checksum", format_checksum(d.checksum)}});
+  return {{"file", r.file},
+          {"rank", r.rank},
+          {"bytes", r.bytes},
+          {"state_checksum", format_checksum(r.state_checksum)},
+          {"datasets", datasets}};
+}
+
+ShardRecord record_from_json(const json& j) {
+  JsonFields f(j, "shard record");
+  ShardRecord r;
+  r.file = f.string("file");
+  r.rank = small_int(f, "rank");
+  r.bytes = f.u64("bytes");
+  r.state_checksum = checksum_field(f, "state_checksum");
+  const json& datasets = f.need("datasets");
+  if (!datasets.is_array()) fail("checkpoint", "shard record datasets is not an array");
+  for (std::size_t i = 0; i < datasets.size(); ++i) {
+    JsonFields e(datasets[i], fmt::format("datasets[{}]", i));
+    DatasetRecord d;
+    d.path = e.string("path");
+    d.kind = e.string("kind");
+    d.name = e.string("name");
+    const json& shape = e.need("shape");
+    if (!shape.is_array() || shape.size() > 32)
+      fail("checkpoint", "datasets[{}].shape is not a list of extents", i);
+    std::vector<std::int64_t> dims;
+    for (const auto& x : shape) {
+      if (!x.is_number_integer()) fail("checkpoint", "datasets[{}].shape has a non-integer", i);
+      dims.push_back(x.get<std::int64_t>());
+    }
+    d.global_shape = Shape(dims);
+    d.dtype = strict_dtype(e.string("dtype"), e.where() + ".dtype");
+    d.begin = e.i64("begin");
+    d.end = e.i64("end");
+    d.checksum = checksum_field(e, "checksum");
+    e.done();
+    r.datasets.push_back(std::move(d));
+  }
+  f.done();
+  return r;
+}
+
 Manifest manifest_from_json(const json& j) {
   JsonFields f(j, "manifest");
   const std::string format = f.string("format");

@@ -84,6 +84,10 @@ struct Manifest {
 Manifest build_manifest(const ManifestHeader& header, const std::vector<ShardRecord>& records);
 
 json to_json(const Manifest& m);
+// One rank's record as JSON and back (strict), so a rank can send rank 0 what it wrote instead of
+// rank 0 re-reading every file to build the manifest.
+json record_to_json(const ShardRecord& r);
+ShardRecord record_from_json(const json& j);
 // Strict: any missing, unknown or ill-typed key, or an inconsistency build_manifest would reject,
 // throws strata::Error naming it.
 Manifest manifest_from_json(const json& j);

@@ -23,6 +23,14 @@ bool CheckpointReader::has(std::string_view kind, const std::string& name) const
 }
 
 const ShardFile& CheckpointReader::file(const std::string& name) {
+  const ShardFile& f = open_file(name);
+  // Read-ahead memory for one file at a time, however many a resharding load touches.
+  if (reading_ && reading_ != &f) reading_->idle();
+  reading_ = &f;
+  return f;
+}
+
+const ShardFile& CheckpointReader::open_file(const std::string& name) {
   auto it = files_.find(name);
   if (it != files_.end()) return *it->second;
   const FileEntry* fe = nullptr;
@@ -88,24 +96,27 @@ void CheckpointReader::read_range(std::string_view kind, const std::string& name
     const ShardFile& f = file(best->file);
     const DatasetRecord& d = dataset(f, *p, *best);
     const auto key = std::make_pair(best->file, best->dataset);
-    if (options_.verify_checksums && !verified_.count(key)) {
-      const std::uint32_t crc = f.checksum(d);
-      if (crc != best->checksum)
-        corrupt(f.path(), best->dataset, "checksum mismatch: manifest says {}, data gives {}",
-                format_checksum(best->checksum), format_checksum(crc));
-      verified_.insert(key);
-    }
     const std::int64_t stop = std::min(end, best->end);
     const std::int64_t n = stop - pos;
     unsigned char* dst =
         static_cast<unsigned char*>(out) + static_cast<std::size_t>(pos - begin) * out_size;
-    if (d.dtype == want) {
-      f.read(d, pos - best->begin, n, dst);
-    } else {
+    const bool verify = options_.verify_checksums && !verified_.count(key);
+    void* into = dst;
+    if (d.dtype != want) {
       tmp.resize(static_cast<std::size_t>(n) * dtype_size(d.dtype));
-      f.read(d, pos - best->begin, n, tmp.data());
-      convert(tmp.data(), d.dtype, dst, want, static_cast<std::size_t>(n));
+      into = tmp.data();
     }
+    if (verify) {
+      // One pass: the whole dataset is read once, checksummed, and the range kept.
+      const std::uint32_t crc = f.read_checksummed(d, pos - best->begin, n, into);
+      if (crc != best->checksum)
+        corrupt(f.path(), best->dataset, "checksum mismatch: manifest says {}, data gives {}",
+                format_checksum(best->checksum), format_checksum(crc));
+      verified_.insert(key);
+    } else {
+      f.read(d, pos - best->begin, n, into);
+    }
+    if (d.dtype != want) convert(tmp.data(), d.dtype, dst, want, static_cast<std::size_t>(n));
     pos = stop;
   }
 }
@@ -123,7 +134,7 @@ RankState CheckpointReader::rank_state(int rank) {
     user_fail("checkpoint", "{}: rank {} is outside the saved world of {}", dir_, rank,
               manifest_.layout.world);
   const FileEntry& fe = manifest_.files[static_cast<std::size_t>(rank)];
-  return file(fe.name).rank_state(&fe.state_checksum);
+  return open_file(fe.name).rank_state(&fe.state_checksum);
 }
 
 }  // namespace strata::checkpoint

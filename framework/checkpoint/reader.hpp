@@ -49,13 +49,15 @@ class CheckpointReader {
   RankState rank_state(int rank);
 
  private:
-  const ShardFile& file(const std::string& name);
+  const ShardFile& file(const std::string& name);       // opened, for reading data
+  const ShardFile& open_file(const std::string& name);  // opened and checked
   const DatasetRecord& dataset(const ShardFile& f, const ParamEntry& p, const SliceEntry& s);
 
   std::string dir_;
   ReaderOptions options_;
   Manifest manifest_;
   std::map<std::string, std::unique_ptr<ShardFile>> files_;
+  const ShardFile* reading_ = nullptr;  // the one file whose raw reads keep read-ahead buffers
   std::map<std::pair<std::string, std::string>, DatasetRecord> described_;
   std::set<std::pair<std::string, std::string>> verified_;
 };

@@ -12,6 +12,7 @@
 #include "framework/checkpoint/durable_fs.hpp"
 #include "framework/checkpoint/latest.hpp"
 #include "framework/checkpoint/naming.hpp"
+#include "framework/checkpoint/reclaim.hpp"
 #include "framework/core/error.hpp"
 
 namespace strata::checkpoint {
@@ -24,9 +25,7 @@ void remove_checkpoint(const std::string& step_dir) {
     fsync_dir(step_dir);
   else if (errno != ENOENT)
     fail("checkpoint", "cannot remove '{}': {}", manifest, std::strerror(errno));
-  std::error_code ec;
-  fs::remove_all(step_dir, ec);
-  if (ec) fail("checkpoint", "cannot remove '{}': {}", step_dir, ec.message());
+  reclaim(step_dir);  // out of sight now; its files are deleted in the background
 }
 
 std::vector<std::string> apply_retention(const std::string& root, const RetentionPolicy& p) {
@@ -62,6 +61,7 @@ std::vector<std::string> apply_retention(const std::string& root, const Retentio
     remove_checkpoint(d.dir);
     removed.push_back(d.dir);
   }
+  reclaim_leftovers(root);
   return removed;
 }
 

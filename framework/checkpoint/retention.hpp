@@ -19,7 +19,8 @@ struct RetentionPolicy {
 // the one `latest` names. Returns the removed directories, oldest first.
 std::vector<std::string> apply_retention(const std::string& root, const RetentionPolicy& policy);
 
-// Removes one step directory: its manifest first (durably), then the rest.
+// Removes one step directory: its manifest first (durably), then the directory is renamed out of
+// sight and its files are deleted in the background (reclaim.hpp).
 void remove_checkpoint(const std::string& step_dir);
 
 }  // namespace strata::checkpoint

@@ -1,5 +1,6 @@
 #include "framework/checkpoint/save.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,12 +37,39 @@ void phase(const char* what, std::int64_t step, const AllRanksOk& all_ok, F&& f)
 
 }  // namespace
 
-Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header) {
+std::vector<ShardRecord> parse_records(const std::vector<std::string>& texts) {
+  std::vector<ShardRecord> out;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    try {
+      out.push_back(record_from_json(json::parse(texts[i])));
+    } catch (const json::exception& e) {
+      fail("checkpoint", "the record sent by rank {} is not JSON: {}", i, e.what());
+    }
+  }
+  return out;
+}
+
+Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header,
+                           std::vector<ShardRecord> records) {
   const std::string name = step_dir_name(header.step);
   const std::string step_dir = join_path(root, name);
-  std::vector<ShardRecord> records;
-  for (int r = 0; r < header.layout.world; ++r)
-    records.push_back(scan_shard(step_dir, rank_file_name(r)));
+  if (records.empty()) {
+    for (int r = 0; r < header.layout.world; ++r)
+      records.push_back(scan_shard(step_dir, rank_file_name(r)));
+  } else {
+    for (const ShardRecord& r : records) {
+      STRATA_CHECK(r.file == rank_file_name(r.rank), "checkpoint", "rank {} reports writing '{}'",
+                   r.rank, r.file);
+      const std::string path = join_path(step_dir, r.file);
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0)
+        fail("checkpoint", "rank {} reports '{}' written, but: {}", r.rank, path,
+             std::strerror(errno));
+      if (static_cast<std::uint64_t>(st.st_size) != r.bytes)
+        fail("checkpoint", "'{}' is {} bytes, rank {} reports {}", path, st.st_size, r.rank,
+             r.bytes);
+    }
+  }
   Manifest m = build_manifest(header, records);
   write_manifest_atomic(step_dir, m);
   update_latest_atomic(root, name);
@@ -49,7 +77,8 @@ Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header
 }
 
 SaveResult save_checkpoint(const SaveSpec& spec, const std::vector<SliceRef>& slices,
-                           const RankState& rank_state, const AllRanksOk& all_ok) {
+                           const RankState& rank_state, const AllRanksOk& all_ok,
+                           const GatherToRoot& gather) {
   STRATA_CHECK(static_cast<bool>(all_ok), "checkpoint",
                "save_checkpoint needs an AllRanksOk callback");
   const ManifestHeader& h = spec.header;
@@ -69,14 +98,17 @@ SaveResult save_checkpoint(const SaveSpec& spec, const std::vector<SliceRef>& sl
     else if (errno != ENOENT)
       fail("checkpoint", "cannot remove the old '{}': {}", manifest, std::strerror(errno));
   });
+  ShardRecord mine;
   phase("write its file", h.step, all_ok, [&] {
     ShardWriter w(result.step_dir, spec.rank, h.layout.world, h.step);
     for (const SliceRef& s : slices) w.add(s);
     w.set_rank_state(rank_state);
-    w.commit();
+    mine = w.commit();
   });
+  std::vector<ShardRecord> records;
+  if (gather) records = parse_records(gather(record_to_json(mine).dump()));
   if (spec.rank == 0) {
-    commit_checkpoint(spec.root, h);
+    commit_checkpoint(spec.root, h, std::move(records));
     result.committed = true;
     result.removed = apply_retention(spec.root, spec.retention);
   }

@@ -18,6 +18,11 @@ namespace strata::checkpoint {
 // Called collectively with whether this rank's part succeeded; returns whether every rank's did.
 // Every rank calls it the same number of times (twice per save), also when its part failed.
 using AllRanksOk = std::function<bool(bool this_rank_ok)>;
+// Optional, collective: every rank passes a text; rank 0 gets all of them, in rank order (the
+// others get an empty vector). With it, each rank sends rank 0 the record of what it wrote and
+// rank 0 builds the manifest from those (checking each file's presence and size) instead of
+// re-reading every rank file.
+using GatherToRoot = std::function<std::vector<std::string>(const std::string& mine)>;
 // The single-process AllRanksOk.
 inline bool single_process_ok(bool ok) {
   return ok;
@@ -40,11 +45,18 @@ struct SaveResult {
 // older checkpoint of the same step (its manifest is removed). Phase 2: each rank writes its file.
 // Then rank 0 commits. Throws this rank's own error, or Error("... another rank failed ...") when
 // only some other rank failed; the checkpoint is then not committed.
+// With `gather`, it is called once more after the files are written, on every rank.
 SaveResult save_checkpoint(const SaveSpec& spec, const std::vector<SliceRef>& slices,
-                           const RankState& rank_state, const AllRanksOk& all_ok);
+                           const RankState& rank_state, const AllRanksOk& all_ok,
+                           const GatherToRoot& gather = {});
 
-// Rank 0's commit after every rank file is complete: reads each file's self-description, builds
-// and validates the manifest, writes it atomically and updates `latest`. Returns the manifest.
-Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header);
+// Rank 0's commit after every rank file is complete: builds and validates the manifest from the
+// ranks' records — given (gathered from the ranks; each file's presence and size are checked), or
+// when `records` is empty read back from each file's self-description — writes it atomically and
+// updates `latest`. Returns the manifest.
+Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header,
+                           std::vector<ShardRecord> records = {});
+// The records gathered from the ranks' texts (record_to_json dumps).
+std::vector<ShardRecord> parse_records(const std::vector<std::string>& texts);
 
 }  // namespace strata::checkpoint

@@ -1,8 +1,11 @@
 #include "framework/checkpoint/shard_file.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -10,11 +13,15 @@
 #include "framework/checkpoint/checksum.hpp"
 #include "framework/checkpoint/h5_io.hpp"
 #include "framework/checkpoint/naming.hpp"
+#include "framework/checkpoint/raw_io.hpp"
 #include "framework/checkpoint/slice.hpp"
 
 namespace strata::checkpoint {
 
 namespace {
+
+// Whole-dataset passes go in pieces of this many bytes (a multiple of every element size).
+constexpr std::size_t kReadPiece = 8u << 20;
 
 // Error text without its "[checkpoint] " tag, to nest inside a CheckpointError.
 std::string untagged(const std::exception& e) {
@@ -83,6 +90,27 @@ ShardFile::ShardFile(std::string path) : path_(std::move(path)) {
     header_.step = h5::read_attr_i64(f, "step");
     return 0;
   });
+  // Raw reads need a little-endian host (the stored types are little-endian) and the file's size.
+  if constexpr (std::endian::native == std::endian::little) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd_ >= 0 && ::fstat(fd_, &st) == 0) {
+      size_ = static_cast<std::uint64_t>(st.st_size);
+      raw_ = std::make_unique<RawReader>(path_, fd_);
+    } else if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+}
+
+ShardFile::~ShardFile() {
+  raw_.reset();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ShardFile::idle() const {
+  if (raw_) raw_->idle();
 }
 
 h5::Id ShardFile::open_dataset(const std::string& dataset_path) const {
@@ -122,23 +150,38 @@ DatasetRecord ShardFile::describe(const std::string& dataset_path) const {
     if (!h5::type_matches(type.get(), r.dtype))
       fail("checkpoint", "stored as {}, but its dtype attribute says {}",
            h5::describe_type(type.get()), dtype_name(r.dtype));
+    if (fd_ >= 0) {
+      r.data_offset = h5::raw_data_offset(d);
+      const std::uint64_t bytes = static_cast<std::uint64_t>(r.numel()) * dtype_size(r.dtype);
+      if (r.data_offset && (*r.data_offset > size_ || size_ - *r.data_offset < bytes))
+        fail("checkpoint", "its {} bytes at offset {} extend past the end of the {}-byte file",
+             bytes, *r.data_offset, size_);
+    }
     return r;
   });
 }
 
+std::uint32_t ShardFile::read_bytes(const DatasetRecord& d, std::uint64_t from, std::size_t n,
+                                    void* out, std::uint32_t seed) const {
+  if (n == 0) return seed;
+  if (d.data_offset && raw_) return raw_->read(*d.data_offset + from, out, n, seed);
+  const std::size_t esize = dtype_size(d.dtype);
+  h5::Id ds = h5::open_dataset(file_.get(), d.path);
+  h5::read_dataset_range(ds.get(), d.dtype, static_cast<std::int64_t>(from / esize),
+                         static_cast<std::int64_t>(n / esize), out);
+  return crc32(out, n, seed);
+}
+
 std::uint32_t ShardFile::checksum(const DatasetRecord& d) const {
   return in_context(path_, d.path, [&] {
-    h5::Id ds = h5::open_dataset(file_.get(), d.path);
-    const std::size_t esize = dtype_size(d.dtype);
-    const std::int64_t n = d.numel();
-    const std::int64_t chunk =
-        std::max<std::int64_t>(1, (std::int64_t{32} << 20) / static_cast<std::int64_t>(esize));
-    std::vector<unsigned char> buf(static_cast<std::size_t>(std::min(n, chunk)) * esize);
+    const std::uint64_t total = static_cast<std::uint64_t>(d.numel()) * dtype_size(d.dtype);
+    std::vector<unsigned char> buf(
+        static_cast<std::size_t>(std::min<std::uint64_t>(total, kReadPiece)));
     std::uint32_t crc = 0;
-    for (std::int64_t off = 0; off < n; off += chunk) {
-      const std::int64_t c = std::min(chunk, n - off);
-      h5::read_dataset_range(ds.get(), d.dtype, off, c, buf.data());
-      crc = crc32(buf.data(), static_cast<std::size_t>(c) * esize, crc);
+    for (std::uint64_t at = 0; at < total; at += kReadPiece) {
+      const std::size_t c =
+          static_cast<std::size_t>(std::min<std::uint64_t>(kReadPiece, total - at));
+      crc = read_bytes(d, at, c, buf.data(), crc);
     }
     return crc;
   });
@@ -150,9 +193,44 @@ void ShardFile::read(const DatasetRecord& d, std::int64_t offset, std::int64_t c
     if (offset < 0 || count < 0 || offset + count > d.numel())
       fail("checkpoint", "read of [{}, {}) outside its {} elements", offset, offset + count,
            d.numel());
-    h5::Id ds = h5::open_dataset(file_.get(), d.path);
-    h5::read_dataset_range(ds.get(), d.dtype, offset, count, out);
+    const std::size_t esize = dtype_size(d.dtype);
+    read_bytes(d, static_cast<std::uint64_t>(offset) * esize,
+               static_cast<std::size_t>(count) * esize, out, 0);
     return 0;
+  });
+}
+
+std::uint32_t ShardFile::read_checksummed(const DatasetRecord& d, std::int64_t offset,
+                                          std::int64_t count, void* out) const {
+  return in_context(path_, d.path, [&] {
+    if (offset < 0 || count < 0 || offset + count > d.numel())
+      fail("checkpoint", "read of [{}, {}) outside its {} elements", offset, offset + count,
+           d.numel());
+    const std::size_t esize = dtype_size(d.dtype);
+    const std::uint64_t total = static_cast<std::uint64_t>(d.numel()) * esize;
+    const std::uint64_t lo = static_cast<std::uint64_t>(offset) * esize;
+    const std::uint64_t hi = lo + static_cast<std::uint64_t>(count) * esize;
+    auto* dst = static_cast<unsigned char*>(out);
+    std::vector<unsigned char> buf;
+    std::uint32_t crc = 0;
+    // In pieces: the wanted range into out, the rest through buf; checksummed while copied.
+    for (std::uint64_t at = 0; at < total;) {
+      std::uint64_t stop = std::min<std::uint64_t>(total, at + kReadPiece);
+      if (at < lo) stop = std::min(stop, lo);
+      if (at >= lo && at < hi) stop = std::min(stop, hi);
+      const std::size_t c = static_cast<std::size_t>(stop - at);
+      unsigned char* p = nullptr;
+      if (at >= lo && at < hi) {
+        p = dst + (at - lo);
+      } else {
+        if (buf.empty())
+          buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(total, kReadPiece)));
+        p = buf.data();
+      }
+      crc = read_bytes(d, at, c, p, crc);
+      at = stop;
+    }
+    return crc;
   });
 }
 

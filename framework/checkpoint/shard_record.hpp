@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct DatasetRecord {
   DType dtype = DType::f32;
   std::int64_t begin = 0, end = 0;
   std::uint32_t checksum = 0;  // CRC-32 of the stored little-endian bytes
+  // Reading: where the contiguous raw data starts in the file (nullopt: read through HDF5).
+  std::optional<std::uint64_t> data_offset = std::nullopt;
   std::int64_t numel() const { return end - begin; }
 };
 

@@ -32,10 +32,12 @@ ShardWriter::ShardWriter(const std::string& step_dir, int rank, int world, std::
   h5::write_attr(f, "rank", std::int64_t{rank});
   h5::write_attr(f, "world", std::int64_t{world});
   h5::write_attr(f, "step", step);
+  raw_ = std::make_unique<RawWriter>(temp_path_);
 }
 
 ShardWriter::~ShardWriter() {
   if (committed_) return;
+  raw_.reset();
   groups_.clear();
   file_.reset();
   ::unlink(temp_path_.c_str());
@@ -52,8 +54,18 @@ void ShardWriter::add(const SliceRef& s) {
   STRATA_CHECK(!h5::has_link(file_.get(), path), "checkpoint",
                "{}: two slices of {} {} start at {}", final_path_, s.kind, s.name, s.begin);
   const std::int64_t n = s.end - s.begin;
-  const std::uint32_t crc = crc32(s.data, static_cast<std::size_t>(n) * dtype_size(s.dtype));
-  h5::Id ds = h5::write_dataset(file_.get(), path, s.dtype, {n}, s.data);
+  const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(s.dtype);
+  h5::Id ds = h5::create_contiguous_dataset(file_.get(), path, s.dtype, n);
+  const auto offset = h5::raw_data_offset(ds.get());
+  STRATA_CHECK(offset.has_value(), "checkpoint", "{}: HDF5 allocated no storage for {}", temp_path_,
+               path);
+  std::uint32_t crc = 0;
+  if (s.checksum) {
+    raw_->write_borrowed(*offset, s.data, bytes);
+    crc = *s.checksum;
+  } else {
+    crc = raw_->write(*offset, s.data, bytes);
+  }
   h5::write_attr(ds.get(), "global_name", s.name);
   h5::write_attr(ds.get(), "kind", s.kind);
   h5::write_attr(ds.get(), "global_shape", s.global_shape.dims());
@@ -83,7 +95,7 @@ ShardRecord ShardWriter::commit() {
   if (!has_state_) set_rank_state(RankState{});
   groups_.clear();
   file_.close(temp_path_.c_str());
-  fsync_file(temp_path_);
+  raw_->sync_and_close();  // the data and HDF5's metadata: one fsync
   rename_durable(temp_path_, final_path_);
   committed_ = true;
   struct stat st {};

@@ -2,12 +2,16 @@
 // closes it, fsyncs, renames it to `rank_XXXXX.h5` and fsyncs the directory, so a file with the
 // final name is always complete. Each dataset is self-describing (attributes global_name, kind,
 // global_shape, slice_begin, slice_end, dtype, checksum) so h5py can read it without Strata.
+// HDF5 lays out each (contiguous) dataset; its bytes go to disk through raw_io's RawWriter.
 #pragma once
 
 #include <map>
 #include <string>
 
+#include <memory>
+
 #include "framework/checkpoint/h5_handle.hpp"
+#include "framework/checkpoint/raw_io.hpp"
 #include "framework/checkpoint/shard_record.hpp"
 #include "framework/checkpoint/slice.hpp"
 #include "framework/checkpoint/train_state.hpp"
@@ -24,7 +28,9 @@ class ShardWriter {
   ShardWriter& operator=(const ShardWriter&) = delete;
 
   // Writes one slice as /<kind>/<name> (a second slice of the same kind and name in this file
-  // becomes /<kind>/<name>@<begin>).
+  // becomes /<kind>/<name>@<begin>). Without slice.checksum the data is copied (checksummed on
+  // the way) and may change once add() returns; with it (staged data) it must stay unchanged
+  // until commit() and is written from where it is when it lies like the file.
   void add(const SliceRef& slice);
   // Writes the rank's state as the JSON string dataset /state/rank (once).
   void set_rank_state(const RankState& state);
@@ -32,6 +38,11 @@ class ShardWriter {
   ShardRecord commit();
 
   const std::string& final_path() const { return final_path_; }
+  // Whether whole blocks go to the disk with O_DIRECT, in how many requests, how many bytes
+  // (tests, benchmarks).
+  bool direct_io() const { return raw_ && raw_->direct(); }
+  std::uint64_t direct_requests() const { return raw_ ? raw_->direct_requests() : 0; }
+  std::uint64_t direct_bytes() const { return raw_ ? raw_->direct_bytes() : 0; }
   const std::string& temp_path() const { return temp_path_; }
 
  private:
@@ -40,6 +51,7 @@ class ShardWriter {
   bool has_state_ = false;
   bool committed_ = false;
   h5::Id file_;
+  std::unique_ptr<RawWriter> raw_;
   std::map<std::string, h5::Id> groups_;
 };
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,9 @@ struct SliceRef {
   DType dtype = DType::f32;
   std::int64_t begin = 0, end = 0;  // flat range within the parameter, begin < end <= numel
   const void* data = nullptr;       // end - begin contiguous elements of dtype (host memory)
+  // CRC-32 of the data when the caller already computed it (staging does, while copying); the
+  // writer then trusts it instead of reading the data once more.
+  std::optional<std::uint32_t> checksum = std::nullopt;
 };
 
 // Throws strata::Error unless the kind and name are usable as HDF5 names and the range lies within

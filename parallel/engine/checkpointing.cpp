@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <thread>
 
 #include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/compat.hpp"
@@ -66,6 +68,62 @@ Tensor on_host(const Tensor& t, std::vector<Tensor>& keep) {
   return keep.back();
 }
 
+// Waits for w. On the background saver's thread (polling = true) it looks at w now and then,
+// sleeping in between, and leaves its progress to the communication thread instead of driving
+// MPI progress itself in a spin, which would take a core from training (and, from a low-priority
+// thread, hold up the progress of training's own collectives).
+void wait_for(const Work& w, const Group& g, bool polling) {
+  if (polling) {
+    const auto deadline = std::chrono::steady_clock::now() + g.timeout();
+    auto nap = std::chrono::microseconds(100);
+    while (!w.is_completed() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(nap);
+      nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(5));
+    }
+    w.wait(std::chrono::milliseconds(10));  // rethrows a failure; names late ranks on timeout
+  } else {
+    w.wait();
+  }
+}
+
+// Collective: whether every rank passed ok = true.
+bool ranks_ok(const Group& g, bool ok, bool polling) {
+  auto bad = std::make_shared<std::int32_t>(ok ? 0 : 1);
+  Work w = g.all_reduce(span(bad.get(), 1), span(bad.get(), 1), ReduceOp::max);
+  w.keep_alive(bad);
+  wait_for(w, g, polling);
+  return *bad == 0;
+}
+
+// Collective: every rank's text on rank 0, in rank order (two all-gathers: lengths, then the
+// texts padded to the longest).
+std::vector<std::string> gather_texts(const Group& g, const std::string& mine, bool polling) {
+  const auto n = static_cast<std::size_t>(g.size());
+  auto lens = std::make_shared<std::vector<std::int64_t>>(n + 1);
+  (*lens)[n] = static_cast<std::int64_t>(mine.size());
+  Work w = g.all_gather(span(static_cast<const std::int64_t*>(lens->data() + n), 1),
+                        span(lens->data(), n));
+  w.keep_alive(lens);
+  wait_for(w, g, polling);
+  std::int64_t longest = 0;
+  for (std::size_t r = 0; r < n; ++r) longest = std::max(longest, (*lens)[r]);
+  const auto width = static_cast<std::size_t>(std::max<std::int64_t>(longest, 1));
+  auto in = std::make_shared<std::vector<std::uint8_t>>(width, 0);
+  std::copy(mine.begin(), mine.end(), in->begin());
+  auto all = std::make_shared<std::vector<std::uint8_t>>(width * n);
+  Work w2 = g.all_gather(span(static_cast<const std::uint8_t*>(in->data()), width),
+                         span(all->data(), all->size()));
+  w2.keep_alive(in);
+  w2.keep_alive(all);
+  wait_for(w2, g, polling);
+  std::vector<std::string> out;
+  if (g.rank() != 0) return out;
+  for (std::size_t r = 0; r < n; ++r)
+    out.emplace_back(reinterpret_cast<const char*>(all->data() + r * width),
+                     static_cast<std::size_t>((*lens)[r]));
+  return out;
+}
+
 // Slices of `kind` for [a, b) of unit l, whose owned buffer `owned` starts at flat element lo.
 std::vector<ck::SliceRef> unit_slices(const nn::UnitLayout& l, std::int64_t a, std::int64_t b,
                                       std::string_view kind, const Tensor& owned) {
@@ -104,7 +162,8 @@ Checkpointer::Checkpointer(const Group& world, const Group& dp, nn::ParamStore& 
   agree_.set_timeout(std::max(opts_.agree_timeout, world_.timeout()));
   if (opts_.async) {
     Group g = agree_;
-    saver_ = std::make_unique<ck::AsyncSaver>([g](bool ok) { return all_ranks_ok(g, ok); });
+    saver_ = std::make_unique<ck::AsyncSaver>([g](bool ok) { return ranks_ok(g, ok, true); });
+    saver_->set_gather([g](const std::string& mine) { return gather_texts(g, mine, true); });
   }
 }
 
@@ -184,7 +243,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
     } catch (...) {
       mine = std::current_exception();
     }
-    const bool all = all_ranks_ok(agree_, mine == nullptr);
+    const bool all = ranks_ok(agree_, mine == nullptr, false);
     if (mine) std::rethrow_exception(mine);
     if (!all)
       fail("checkpoint", "checkpoint of step {} not committed: another rank failed to {}", h.step,
@@ -202,6 +261,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
     else if (errno != ENOENT)
       fail("checkpoint", "cannot remove the old '{}': {}", manifest, std::strerror(errno));
   });
+  ck::ShardRecord record;
   phase("write its file", [&] {
     ck::ShardWriter writer(step_dir, spec.rank, h.layout.world, h.step);
     auto& states = trainer_.states();
@@ -226,10 +286,12 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
       states.release(u, false);
     }
     writer.set_rank_state(rs);
-    writer.commit();
+    record = writer.commit();
   });
+  // Rank 0 builds the manifest from what each rank reports it wrote.
+  auto records = ck::parse_records(gather_texts(agree_, ck::record_to_json(record).dump(), false));
   if (spec.rank == 0) {
-    ck::commit_checkpoint(spec.root, h);
+    ck::commit_checkpoint(spec.root, h, std::move(records));
     ck::apply_retention(spec.root, spec.retention);
   }
 }
@@ -238,7 +300,16 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   wait();  // the previous save: its staging memory goes before this one's is taken
   auto& states = trainer_.states();
   const auto kinds = moment_kinds(trainer_);
-  std::vector<std::vector<ck::StagedSlice>> by_kind(1 + kinds.size());
+  // One arena for every slice, in the order the writer adds them (unit by unit: param, then the
+  // moments), which is the order of their bytes in the rank file. Sized for f32 state; a slice
+  // that does not fit gets a buffer of its own.
+  std::size_t bytes = 0;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    const auto [a, b] = checkpoint_save_range(store_.layout(u), stage_, dp_.size(), dp_.rank());
+    if (a < b) bytes += static_cast<std::size_t>(b - a) * sizeof(float) * (1 + kinds.size());
+  }
+  ck::StagingArena arena(bytes);
+  ck::SaveJob job{std::move(spec), {}, std::move(rs)};
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
@@ -247,22 +318,19 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
       std::vector<Tensor> keep;
       const nn::ValueShardScope held(store_, u, false);
       const Tensor& vshard = held.get();
-      auto add = [&](std::size_t k, std::string_view kind, const Tensor& owned) {
+      auto add = [&](std::string_view kind, const Tensor& owned) {
         for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep)))
-          by_kind[k].push_back(ck::stage(sl));
+          job.slices.push_back(arena.stage(sl));
       };
-      add(0, ck::kParam, master_of(store_, s, vshard));
-      add(1, kinds[0], s.m);
-      if (kinds.size() > 1) add(2, kinds[1], s.v);
+      add(ck::kParam, master_of(store_, s, vshard));
+      add(kinds[0], s.m);
+      if (kinds.size() > 1) add(kinds[1], s.v);
     } catch (...) {
       states.release(u, false);
       throw;
     }
     states.release(u, false);
   }
-  ck::SaveJob job{std::move(spec), {}, std::move(rs)};
-  for (auto& v : by_kind)
-    for (auto& s : v) job.slices.push_back(std::move(s));
   saver_->submit(std::move(job));
 }
 
@@ -299,68 +367,92 @@ void Checkpointer::finish() {
 
 // ---- loading ----
 
+// Stages 1-2 keep full parameter buffers, but a load fills only the owned slice: the rest is
+// all-gathered over dp, as the engine does after each step — unit by unit as soon as a unit is
+// loaded, so the gathers overlap the reads of the next units. Every rank posts one all-gather
+// per unit, in unit order, also when its load failed part-way (the values are then undefined),
+// so that the collectives stay matched; load() then agrees on the failure. Stage 0 loads
+// everything; stage 3 gathers on use.
 void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out) {
-  ck::CheckpointReader reader(step_dir);
-  const ck::Manifest& m = reader.manifest();
-  ck::check_compatible(m, expected_params(store_), step_dir);
-  const bool with_moments = !m.state.optimizer.empty();
-  if (with_moments && m.state.optimizer != optimizer_name(trainer_))
-    user_fail("checkpoint",
-              "{} holds {} optimizer state but the trainer uses {}: resume with "
-              "the optimizer it was saved with",
-              step_dir, m.state.optimizer, optimizer_name(trainer_));
-  if (stage_ == 3)
-    for (std::size_t u = 0; u < store_.num_units(); ++u)
-      STRATA_CHECK(!store_.values_bound(u), "checkpoint",
-                   "unit {} is gathered: load checkpoints before the first ZeRO-3 step", u);
-
-  auto& states = trainer_.states();
-  const DType pd = store_.options().param_dtype;
-  const auto kinds = moment_kinds(trainer_);
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    const nn::UnitLayout& l = store_.layout(u);
-    const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));
-    train::UnitOptimizerState& s = states.acquire(u);
-    try {
-      const nn::ValueShardScope held(store_, u, true);
-      const Tensor& vshard = held.get();
-      auto read = [&](std::string_view kind, const Tensor& dst) {
-        STRATA_CHECK(!dst.device().is_cuda(), "checkpoint",
-                     "loading into device memory is not implemented");
-        for (const ck::FlatPiece& p : pieces)
-          reader.read_range(kind, l.params[p.param]->name, p.begin, p.end,
-                            static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo), DType::f32);
-      };
-      read(ck::kParam, master_of(store_, s, vshard));
-      if (pd != DType::f32) {
-        // 16-bit parameters: rounded from the masters exactly as the optimizer step writes them.
-        for (const ck::FlatPiece& p : pieces) {
-          const std::int64_t off = p.flat_begin - l.lo;
-          convert(s.master.data<float>() + off, DType::f32,
-                  static_cast<unsigned char*>(vshard.raw()) + off * dtype_size(pd), pd,
-                  static_cast<std::size_t>(p.end - p.begin));
-        }
-      }
-      if (with_moments) {
-        read(kinds[0], s.m);
-        if (kinds.size() > 1) read(kinds[1], s.v);
-      } else {
-        s.m.fill(0.0);
-        if (s.v.defined()) s.v.fill(0.0);
-      }
-    } catch (...) {
-      states.release(u, true);
-      throw;
+  std::vector<Work> works;
+  std::size_t posted = 0;
+  auto post_through = [&](std::size_t n) {
+    for (; posted < n; ++posted) {
+      if (stage_ != 1 && stage_ != 2) continue;
+      Tensor mine = store_.value_shard(posted).clone(store_.options().memory.with(Category::comm));
+      works.push_back(dp_.all_gather(mine, store_.values(posted)));  // keeps `mine` alive
     }
-    states.release(u, true);
+  };
+  try {
+    ck::CheckpointReader reader(step_dir);
+    const ck::Manifest& m = reader.manifest();
+    ck::check_compatible(m, expected_params(store_), step_dir);
+    const bool with_moments = !m.state.optimizer.empty();
+    if (with_moments && m.state.optimizer != optimizer_name(trainer_))
+      user_fail("checkpoint",
+                "{} holds {} optimizer state but the trainer uses {}: resume with "
+                "the optimizer it was saved with",
+                step_dir, m.state.optimizer, optimizer_name(trainer_));
+    if (stage_ == 3)
+      for (std::size_t u = 0; u < store_.num_units(); ++u)
+        STRATA_CHECK(!store_.values_bound(u), "checkpoint",
+                     "unit {} is gathered: load checkpoints before the first ZeRO-3 step", u);
+
+    auto& states = trainer_.states();
+    const DType pd = store_.options().param_dtype;
+    const auto kinds = moment_kinds(trainer_);
+    for (std::size_t u = 0; u < store_.num_units(); ++u) {
+      const nn::UnitLayout& l = store_.layout(u);
+      const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));
+      train::UnitOptimizerState& s = states.acquire(u);
+      try {
+        const nn::ValueShardScope held(store_, u, true);
+        const Tensor& vshard = held.get();
+        auto read = [&](std::string_view kind, const Tensor& dst) {
+          STRATA_CHECK(!dst.device().is_cuda(), "checkpoint",
+                       "loading into device memory is not implemented");
+          for (const ck::FlatPiece& p : pieces)
+            reader.read_range(kind, l.params[p.param]->name, p.begin, p.end,
+                              static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo), DType::f32);
+        };
+        read(ck::kParam, master_of(store_, s, vshard));
+        if (pd != DType::f32) {
+          // 16-bit parameters: rounded from the masters exactly as the optimizer step writes them.
+          for (const ck::FlatPiece& p : pieces) {
+            const std::int64_t off = p.flat_begin - l.lo;
+            convert(s.master.data<float>() + off, DType::f32,
+                    static_cast<unsigned char*>(vshard.raw()) + off * dtype_size(pd), pd,
+                    static_cast<std::size_t>(p.end - p.begin));
+          }
+        }
+        if (with_moments) {
+          read(kinds[0], s.m);
+          if (kinds.size() > 1) read(kinds[1], s.v);
+        } else {
+          s.m.fill(0.0);
+          if (s.v.defined()) s.v.fill(0.0);
+        }
+      } catch (...) {
+        states.release(u, true);
+        throw;
+      }
+      states.release(u, true);
+      post_through(u + 1);
+    }
+    out.step_dir = step_dir;
+    out.step = m.step;
+    out.saved_layout = m.layout;
+    out.saved_zero_stage = m.zero_stage;
+    out.state = m.state;
+    out.config = m.config;
+    if (world_.rank() < m.layout.world) out.rank = reader.rank_state(world_.rank());
+  } catch (...) {
+    post_through(store_.num_units());
+    wait_all(works);
+    throw;
   }
-  out.step_dir = step_dir;
-  out.step = m.step;
-  out.saved_layout = m.layout;
-  out.saved_zero_stage = m.zero_stage;
-  out.state = m.state;
-  out.config = m.config;
-  if (world_.rank() < m.layout.world) out.rank = reader.rank_state(world_.rank());
+  post_through(store_.num_units());
+  wait_all(works);
 }
 
 void Checkpointer::apply_shared_state(const LoadedCheckpoint& loaded) {
@@ -377,20 +469,6 @@ void Checkpointer::apply_shared_state(const LoadedCheckpoint& loaded) {
   }
 }
 
-// Stages 1-2 keep full parameter buffers but updated only the owned slice: gather the rest, as
-// the engine does after each step. Stage 0 loaded everything; stage 3 gathers on use.
-void Checkpointer::gather_values() {
-  if (stage_ != 1 && stage_ != 2) return;
-  std::vector<Work> works;
-  std::vector<Tensor> keep;
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    Tensor mine = store_.value_shard(u).clone(store_.options().memory.with(Category::comm));
-    works.push_back(dp_.all_gather(mine, store_.values(u)));
-    keep.push_back(std::move(mine));
-  }
-  for (auto& w : works) w.wait();
-}
-
 LoadedCheckpoint Checkpointer::load(const std::string& step_dir) {
   LoadedCheckpoint out;
   std::exception_ptr err;
@@ -401,7 +479,6 @@ LoadedCheckpoint Checkpointer::load(const std::string& step_dir) {
   }
   agree_or_throw(world_, err);
   apply_shared_state(out);
-  gather_values();
   return out;
 }
 

@@ -102,7 +102,6 @@ class Checkpointer {
   void save_async(checkpoint::SaveSpec spec, checkpoint::RankState rs);
   void load_local(const std::string& step_dir, LoadedCheckpoint& out);
   void apply_shared_state(const LoadedCheckpoint& loaded);
-  void gather_values();
 
   Group world_, dp_;
   Group agree_;  // private: the commit protocol's all-ranks-ok all-reduce

@@ -3,12 +3,16 @@
 // poll(), at wait(), or — if nobody asked — through the destructor's sink; it is never lost.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "ckpt_test_util.hpp"
 #include "framework/checkpoint/async_saver.hpp"
 #include "framework/checkpoint/catalog.hpp"
+#include "framework/checkpoint/checksum.hpp"
+#include "framework/checkpoint/raw_io.hpp"
 #include "framework/checkpoint/reader.hpp"
 
 namespace strata::checkpoint {
@@ -129,6 +133,61 @@ TEST(Staging, TensorSourceIsCopiedToHost) {
   t.fill(9.0);
   EXPECT_EQ(s.data.to_vector(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
   EXPECT_THROW(stage("param", "x", Shape{5}, 4, t, ledger), Error);  // 4 + 6 > 5
+  // Staging checksums what it copies.
+  EXPECT_EQ(s.checksum, crc32(s.data.raw(), s.data.nbytes()));
+  EXPECT_EQ(*s.ref().checksum, s.checksum);
+}
+
+TEST(Staging, ArenaPlacesSlicesBackToBackFromAnAlignedStart) {
+  MemoryLedger ledger;
+  std::vector<float> a(1000, 1.0f), b(3, 2.0f);
+  std::vector<std::uint16_t> h(5, 7);
+  StagingArena arena(1000 * 4 + 3 * 4 + 4, ledger);
+  EXPECT_EQ(ledger.current(Tier::host, Category::other), arena.capacity() + kDirectIoAlign);
+  StagedSlice sa = arena.stage(SliceRef{"param", "a", Shape{1000}, DType::f32, 0, 1000, a.data()});
+  StagedSlice sb = arena.stage(SliceRef{"param", "b", Shape{3}, DType::f32, 0, 3, b.data()});
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(sa.data.raw()) % kDirectIoAlign, 0u);
+  EXPECT_EQ(static_cast<const char*>(sb.data.raw()),
+            static_cast<const char*>(sa.data.raw()) + 4000);
+  EXPECT_EQ(sb.data.to_vector(), b);
+  EXPECT_EQ(sa.checksum, crc32(a.data(), 4000));
+  // No room left: a buffer of its own (still correct, still checksummed).
+  StagedSlice sc = arena.stage(SliceRef{"param", "c", Shape{5}, DType::bf16, 0, 5, h.data()});
+  EXPECT_NE(sc.data.storage(), sa.data.storage());
+  EXPECT_EQ(sc.checksum, crc32(h.data(), 10));
+}
+
+TEST(AsyncSaver, WriterRunsAtIdlePriorityUnlessAskedOtherwise) {
+  TempDir tmp;
+  MemoryLedger ledger;
+  std::vector<float> w(8, 0.5f);
+  int policy = -1;
+  auto probe = [&](bool ok) {  // runs on the writer's thread
+    policy = sched_getscheduler(0);
+    return ok;
+  };
+  {
+    AsyncSaver saver(probe);
+    saver.submit(make_job(tmp.str(), 1, w, ledger));
+    saver.wait();
+  }
+  EXPECT_EQ(policy, SCHED_IDLE);
+  {
+    AsyncSaver saver(probe, warn_to_stderr, WriterPriority::normal);
+    saver.submit(make_job(tmp.str(), 2, w, ledger));
+    saver.wait();
+  }
+  EXPECT_EQ(policy, SCHED_OTHER);
+  ::setenv("STRATA_CHECKPOINT_WRITER_PRIORITY", "fastest", 1);
+  EXPECT_THROW(AsyncSaver{single_process_ok}, UserError);
+  ::setenv("STRATA_CHECKPOINT_WRITER_PRIORITY", "normal", 1);
+  {
+    AsyncSaver saver(probe);  // the variable overrides the default
+    saver.submit(make_job(tmp.str(), 3, w, ledger));
+    saver.wait();
+  }
+  ::unsetenv("STRATA_CHECKPOINT_WRITER_PRIORITY");
+  EXPECT_EQ(policy, SCHED_OTHER);
 }
 
 }  // namespace

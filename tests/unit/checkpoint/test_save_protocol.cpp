@@ -12,6 +12,8 @@
 #include "framework/checkpoint/catalog.hpp"
 #include "framework/checkpoint/latest.hpp"
 #include "framework/checkpoint/reader.hpp"
+#include "framework/checkpoint/shard_file.hpp"
+#include "framework/checkpoint/shard_writer.hpp"
 
 namespace strata::checkpoint {
 namespace {
@@ -112,6 +114,95 @@ TEST(SaveProtocol, ResavingAStepReplacesItCompletely) {
   // A failed re-save leaves no manifest: the step is no longer a checkpoint.
   run_ranks(tmp.str(), 4, 2, 0);
   EXPECT_FALSE(fs::exists(tmp / "step_00000004/manifest.json"));
+}
+
+// Rank 0 builds the manifest from the records the ranks send (gathered), not by re-reading their
+// files: the same manifest, and a record that disagrees with the file on disk is refused.
+TEST(SaveProtocol, ManifestFromGatheredRecordsEqualsTheOneFromTheFiles) {
+  TempDir tmp;
+  ManifestHeader h;
+  h.step = 7;
+  h.layout = WorldLayout{2, 2, 1, 1};
+  const std::string dir = tmp / "step_00000007";
+  std::vector<float> data(40);
+  for (int i = 0; i < 40; ++i) data[static_cast<std::size_t>(i)] = static_cast<float>(i) * 0.5f;
+  std::vector<ShardRecord> records;
+  for (int r = 0; r < 2; ++r) {
+    ShardWriter w(dir, r, 2, 7);
+    w.add(SliceRef{"param", "w", Shape{40}, DType::f32, r * 20, r * 20 + 20, data.data() + r * 20});
+    w.add(SliceRef{"exp_avg", "w", Shape{40}, DType::f32, r * 20, r * 20 + 20, data.data()});
+    records.push_back(w.commit());
+  }
+  // Through JSON, as they travel.
+  std::vector<std::string> texts;
+  for (const auto& r : records) texts.push_back(record_to_json(r).dump());
+  const std::vector<ShardRecord> sent = parse_records(texts);
+  json from_files = to_json(
+      build_manifest(h, {scan_shard(dir, rank_file_name(0)), scan_shard(dir, rank_file_name(1))}));
+  json committed = to_json(commit_checkpoint(tmp.str(), h, sent));
+  from_files.erase("created");
+  committed.erase("created");
+  EXPECT_EQ(committed, from_files);
+  EXPECT_EQ(read_latest(tmp.str()), "step_00000007");
+
+  std::vector<ShardRecord> wrong = sent;
+  wrong[1].bytes += 1;
+  try {
+    commit_checkpoint(tmp.str(), h, wrong);
+    FAIL() << "a record with the wrong size was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank_00001.h5"), std::string::npos) << e.what();
+  }
+  wrong = sent;
+  wrong[0].file = "rank_00001.h5";
+  EXPECT_THROW(commit_checkpoint(tmp.str(), h, wrong), Error);
+  json bad = record_to_json(records[0]);
+  bad["extra"] = 1;
+  EXPECT_THROW(record_from_json(bad), Error);
+  EXPECT_THROW(parse_records({"not json"}), Error);
+}
+
+// save_checkpoint with a GatherToRoot: every rank's record reaches rank 0, which commits.
+TEST(SaveProtocol, SaveWithGatheredRecordsCommits) {
+  TempDir tmp;
+  const int world = 3;
+  AndReduce reduce(world);
+  std::barrier<> sync(world);
+  std::vector<std::string> slots(world);
+  auto gather = [&](int rank) {
+    return [&, rank](const std::string& mine) {
+      slots[static_cast<std::size_t>(rank)] = mine;
+      sync.arrive_and_wait();
+      std::vector<std::string> out;
+      if (rank == 0) out = slots;
+      sync.arrive_and_wait();
+      return out;
+    };
+  };
+  std::vector<float> data(12, 2.5f);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(world);
+  for (int r = 0; r < world; ++r)
+    threads.emplace_back([&, r] {
+      SaveSpec spec;
+      spec.root = tmp.str();
+      spec.rank = r;
+      spec.header.step = 5;
+      spec.header.layout = WorldLayout{world, world, 1, 1};
+      std::vector<SliceRef> slices = {
+          SliceRef{"param", "w", Shape{12}, DType::f32, r * 4, r * 4 + 4, data.data()}};
+      try {
+        save_checkpoint(
+            spec, slices, RankState{}, [&](bool ok) { return reduce(ok); }, gather(r));
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_TRUE(verify_checkpoint(tmp / "step_00000005", VerifyLevel::full).ok());
+  EXPECT_EQ(CheckpointReader(tmp / "step_00000005").read_f32("param", "w"),
+            std::vector<float>(12, 2.5f));
 }
 
 }  // namespace
