@@ -2,9 +2,11 @@
 // the state into host buffers the job owns (staging.hpp) and submits it; at most one save is in
 // flight (submit waits for the previous one). A background failure is never lost: poll() at the
 // next step rethrows it, wait() at exit rethrows it, and the destructor reports one nobody
-// collected. The writing thread runs at idle CPU priority (SCHED_IDLE) by default: its work is
+// collected. The writing thread runs at low CPU priority (nice 19) by default: its work is
 // mostly waiting for the disk (O_DIRECT from the staging buffers, whose checksums staging
-// computed), and what CPU it needs it takes from idle time, not from the training threads.
+// computed), and the training threads win the CPU it needs. Not SCHED_IDLE by default: with every
+// core busy training, an idle-class writer may never run, and the next save (and the other ranks'
+// agreement on it) would wait on it.
 #pragma once
 
 #include <atomic>
@@ -35,7 +37,7 @@ class AsyncSaver {
  public:
   // all_ok runs on the background thread (the engine must allow a collective there).
   explicit AsyncSaver(AllRanksOk all_ok, WarningSink on_unreported_error = warn_to_stderr,
-                      WriterPriority priority = WriterPriority::idle);
+                      WriterPriority priority = WriterPriority::low);
   // Waits for the save in flight; an error nobody collected goes to on_unreported_error.
   ~AsyncSaver();
   AsyncSaver(const AsyncSaver&) = delete;

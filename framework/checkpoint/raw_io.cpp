@@ -22,6 +22,12 @@
 namespace strata::checkpoint {
 
 namespace {
+// O_DIRECT is used only when the page size equals kDirectIoAlign (see RawWriter's constructor).
+bool direct_io_safe() {
+  static const bool ok = ::sysconf(_SC_PAGESIZE) == static_cast<long>(kDirectIoAlign);
+  return ok;
+}
+
 
 // Bounce buffers for sources not aligned like their file offset: requests this large keep the
 // device at full speed; three of them let one fill while two are in flight.
@@ -193,7 +199,10 @@ struct RawWriter::Pipeline {
 RawWriter::RawWriter(std::string path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd_ < 0) fail("checkpoint", "cannot open '{}' for writing: {}", path_, std::strerror(errno));
-  direct_fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT);  // -1: not supported
+  // -1: not supported. Only where a page is one direct block: with larger pages (64 KiB on some
+  // aarch64/ppc64le kernels) a cached page could hold both HDF5's buffered bytes and direct-written
+  // ones, and the kernel could write the stale cached copy back over the direct write.
+  direct_fd_ = direct_io_safe() ? ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT) : -1;
   direct_ok_ = direct_fd_ >= 0;
 }
 
@@ -461,7 +470,7 @@ struct RawReader::Stream {
 };
 
 RawReader::RawReader(std::string path, int fd) : path_(std::move(path)), fd_(fd) {
-  direct_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);  // -1: not supported
+  direct_fd_ = direct_io_safe() ? ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
 }
 
 RawReader::~RawReader() {

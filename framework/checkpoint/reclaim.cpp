@@ -1,7 +1,11 @@
 #include "framework/checkpoint/reclaim.hpp"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <cerrno>
 #include <condition_variable>
@@ -85,8 +89,12 @@ class Reclaimer {
 void reclaim(const std::string& dir) {
   const fs::path p(dir);
   const std::string parent = parent_dir(dir);
+  // Unique per call, so a name still being deleted is never renamed onto or removed twice.
+  static std::atomic<unsigned long> serial{0};
   const std::string trash =
-      (fs::path(parent) / (std::string(kDeletingPrefix) + p.filename().string())).string();
+      (fs::path(parent) / fmt::format("{}{}.{}.{}", kDeletingPrefix, p.filename().string(),
+                                      static_cast<long>(::getpid()), serial.fetch_add(1)))
+          .string();
   std::error_code ec;
   if (fs::exists(trash, ec)) fs::remove_all(trash, ec);  // an older leftover of the same name
   if (std::rename(dir.c_str(), trash.c_str()) != 0)

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "framework/core/error.hpp"
 #include "framework/memory/size.hpp"
@@ -27,7 +29,10 @@ std::size_t default_capacity() {
   }
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   const std::size_t phys = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : 0;
-  return std::min<std::size_t>(phys / 8, std::size_t(2) << 30);
+  // Every rank on this node has its own cache: share the budget between them.
+  long local = 1;
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::max(1L, std::atol(v));
+  return std::min<std::size_t>(phys / 8, std::size_t(2) << 30) / static_cast<std::size_t>(local);
 }
 
 }  // namespace
@@ -44,7 +49,9 @@ struct HostBlockCache::Impl {
   std::unordered_multimap<std::size_t, std::list<Block>::iterator> by_size;
   std::size_t cached = 0, hits = 0, misses = 0;
 
-  void drop_oldest() {
+  // Unlinks the least recently returned block; the caller frees it after dropping the lock
+  // (free may unmap, which should not hold up other threads' allocations).
+  void* drop_oldest() {
     const Block b = lru.back();
     auto [lo, hi] = by_size.equal_range(b.bytes);
     for (auto it = lo; it != hi; ++it)
@@ -54,7 +61,7 @@ struct HostBlockCache::Impl {
       }
     lru.pop_back();
     cached -= b.bytes;
-    std::free(b.p);
+    return b.p;
   }
 };
 
@@ -92,7 +99,7 @@ void* HostBlockCache::allocate(std::size_t bytes) {
   const std::size_t align = n >= kMinBlock ? kPage : 64;
   const std::size_t size = (n + align - 1) / align * align;
   void* p = std::aligned_alloc(align, size);
-  if (!p && impl_->cached > 0) {
+  if (!p && stats().cached_bytes > 0) {
     trim();  // the OS may accept once cached blocks are given back
     p = std::aligned_alloc(align, size);
   }
@@ -106,16 +113,25 @@ void HostBlockCache::release(void* p, std::size_t bytes) {
     std::free(p);
     return;
   }
-  std::lock_guard lk(impl_->mu);
-  while (impl_->cached + n > impl_->capacity && !impl_->lru.empty()) impl_->drop_oldest();
-  impl_->lru.push_front({p, n});
-  impl_->by_size.emplace(n, impl_->lru.begin());
-  impl_->cached += n;
+  std::vector<void*> evicted;
+  {
+    std::lock_guard lk(impl_->mu);
+    while (impl_->cached + n > impl_->capacity && !impl_->lru.empty())
+      evicted.push_back(impl_->drop_oldest());
+    impl_->lru.push_front({p, n});
+    impl_->by_size.emplace(n, impl_->lru.begin());
+    impl_->cached += n;
+  }
+  for (void* q : evicted) std::free(q);
 }
 
 void HostBlockCache::trim() {
-  std::lock_guard lk(impl_->mu);
-  while (!impl_->lru.empty()) impl_->drop_oldest();
+  std::vector<void*> evicted;
+  {
+    std::lock_guard lk(impl_->mu);
+    while (!impl_->lru.empty()) evicted.push_back(impl_->drop_oldest());
+  }
+  for (void* q : evicted) std::free(q);
 }
 
 HostBlockCacheStats HostBlockCache::stats() const {

@@ -20,7 +20,8 @@ class HostBlockCache {
   static constexpr std::size_t kMinBlock = 256 * 1024;
 
   // The process-wide cache. Its capacity: STRATA_HOST_CACHE (bytes, size suffixes allowed; 0
-  // turns caching off), else 1/8 of physical memory, at most 2 GiB.
+  // turns caching off), else 1/8 of physical memory, at most 2 GiB, divided by the ranks
+  // mpirun started on this node (OMPI_COMM_WORLD_LOCAL_SIZE).
   static HostBlockCache& instance();
 
   explicit HostBlockCache(std::size_t capacity);

@@ -39,12 +39,6 @@ json describe(std::exception_ptr e) {
 
 }  // namespace
 
-bool all_ranks_ok(const Group& g, bool ok) {
-  std::int32_t bad = ok ? 0 : 1;
-  g.all_reduce(span(&bad, 1), span(&bad, 1), ReduceOp::max).wait();
-  return bad == 0;
-}
-
 void broadcast_string(const Group& g, std::string& s, int root) {
   std::int64_t n = static_cast<std::int64_t>(s.size());
   g.broadcast(span(&n, 1), root).wait();

@@ -10,8 +10,6 @@
 
 namespace strata::parallel {
 
-// Collective: whether every rank passed ok = true.
-bool all_ranks_ok(const Group& g, bool ok);
 // Collective: root's s on every rank.
 void broadcast_string(const Group& g, std::string& s, int root = 0);
 // Collective: returns when no rank failed (mine == nullptr everywhere); otherwise every rank

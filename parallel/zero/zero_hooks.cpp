@@ -51,20 +51,37 @@ bool ZeroHooks::persistent(std::size_t u) const {
 // ---- stage 3: gathering parameters ----
 
 void ZeroHooks::finish_gather(Gathered& g, std::size_t u) {
+  // The slice goes back to its store whether or not the gather succeeded.
+  struct Release {
+    ZeroHooks* self;
+    Gathered& g;
+    std::size_t u;
+    ~Release() {
+      if (g.shard.defined()) {
+        g.shard = Tensor();
+        self->store_.release_value_shard(u, false);
+      }
+    }
+  } release{this, g, u};
   g.work.wait();
-  if (g.shard.defined()) {
-    g.shard = Tensor();
-    store_.release_value_shard(u, false);
-  }
 }
 
 void ZeroHooks::start_gather(std::size_t u) {
   Gathered& g = gathered_[u];
   const auto& l = store_.layout(u);
-  g.full = Tensor::empty(Shape{l.padded}, store_.options().param_dtype,
-                         store_.options().memory.with(Category::params));
-  g.shard = store_.acquire_value_shard(u);
-  g.work = dp_.all_gather(g.shard, g.full);
+  // The slice first: if reading it fails (NVMe), nothing of this gather is left half-set; if
+  // what follows fails, the slice goes back.
+  Tensor shard = store_.acquire_value_shard(u);
+  try {
+    Tensor full = Tensor::empty(Shape{l.padded}, store_.options().param_dtype,
+                                store_.options().memory.with(Category::params));
+    g.work = dp_.all_gather(shard, full);
+    g.full = std::move(full);
+  } catch (...) {
+    store_.release_value_shard(u, false);
+    throw;
+  }
+  g.shard = std::move(shard);
   g.ready = false;
   live_elements_ += l.padded;
   volume_.all_gather += g.full.nbytes();

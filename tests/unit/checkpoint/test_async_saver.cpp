@@ -1,6 +1,10 @@
 // Asynchronous saves: the job owns host staging copies (charged to the ledger, released after
 // the write), at most one save is in flight, and a background failure surfaces at the next
 // poll(), at wait(), or — if nobody asked — through the destructor's sink; it is never lost.
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cerrno>
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -157,18 +161,27 @@ TEST(Staging, ArenaPlacesSlicesBackToBackFromAnAlignedStart) {
   EXPECT_EQ(sc.checksum, crc32(h.data(), 10));
 }
 
-TEST(AsyncSaver, WriterRunsAtIdlePriorityUnlessAskedOtherwise) {
+TEST(AsyncSaver, WriterRunsAtLowPriorityUnlessAskedOtherwise) {
   TempDir tmp;
   MemoryLedger ledger;
   std::vector<float> w(8, 0.5f);
-  int policy = -1;
+  int policy = -1, nice_value = -100;
   auto probe = [&](bool ok) {  // runs on the writer's thread
     policy = sched_getscheduler(0);
+    errno = 0;
+    nice_value = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
     return ok;
   };
   {
-    AsyncSaver saver(probe);
+    AsyncSaver saver(probe);  // default: nice 19
     saver.submit(make_job(tmp.str(), 1, w, ledger));
+    saver.wait();
+  }
+  EXPECT_EQ(policy, SCHED_OTHER);
+  EXPECT_EQ(nice_value, 19);
+  {
+    AsyncSaver saver(probe, warn_to_stderr, WriterPriority::idle);
+    saver.submit(make_job(tmp.str(), 4, w, ledger));
     saver.wait();
   }
   EXPECT_EQ(policy, SCHED_IDLE);
