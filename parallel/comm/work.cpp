@@ -13,6 +13,16 @@ WorkState::WorkState(OpDesc op, std::string group, std::chrono::milliseconds tim
     : op_(op), group_(std::move(group)), timeout_(timeout) {}
 
 void WorkState::complete() {
+  // The operation no longer touches its buffers: drop the references that kept them alive before
+  // anyone can see it complete, so a waiter that then lets go of its tensors frees them (the
+  // progress thread may hold this state a little longer).
+  std::vector<std::shared_ptr<const void>> kept;
+  {
+    std::lock_guard lk(mu_);
+    if (done_.load()) return;
+    kept.swap(keep_);
+  }
+  kept.clear();
   {
     std::lock_guard lk(mu_);
     if (done_.load()) return;
@@ -54,6 +64,7 @@ void WorkState::set_explain(Explain e) {
 
 void WorkState::keep_alive(std::shared_ptr<const void> p) {
   std::lock_guard lk(mu_);
+  if (done_.load() && !error_) return;  // completed: the buffers are no longer in use
   keep_.push_back(std::move(p));
 }
 

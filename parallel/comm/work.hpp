@@ -48,7 +48,8 @@ class WorkState {
   void set_driver(std::shared_ptr<ProgressDriver> d, std::chrono::milliseconds spin);
   // Explains a timeout (asks peers where they are); called on the waiting thread.
   void set_explain(Explain e);
-  // Keeps buffers (tensor storage, staging) alive until the state dies.
+  // Keeps buffers (tensor storage, staging) alive until the operation completes (or, if it
+  // failed, until the state dies: a failed call may still be in flight).
   void keep_alive(std::shared_ptr<const void> p);
 
   bool is_completed();
