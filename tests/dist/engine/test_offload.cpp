@@ -15,6 +15,7 @@
 #include "offload/factory.hpp"
 #include "offload/nvme_state_store.hpp"
 #include "tests/dist/comm/dist_env.hpp"
+#include "tests/unit/offload/offload_test_util.hpp"
 #include "tests/dist/engine/zero_fixture.hpp"
 
 using namespace strata;
@@ -24,16 +25,6 @@ namespace {
 
 using config::OffloadDevice;
 
-// This process's scratch directory for swap files (removed at the end).
-struct SwapDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("strata-offload-dist-" + std::to_string(getpid()));
-  SwapDir() { std::filesystem::create_directories(path); }
-  ~SwapDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 config::Config offload_config(OffloadDevice d, int stage, const std::string& dir) {
   config::Config c;
@@ -110,11 +101,11 @@ TEST_P(OffloadEquivalence, CpuAndNvmeTrainBitwiseLikeNoOffload) {
   o.adamw.lr = 3e-3;
   o.max_grad_norm = 1.0;
   o.precision = dt == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
-  SwapDir dir;
+  offload::test::ScratchDir dir("dist");
   OffloadReplica none(c, o, w, b, accum, stage, dt, offload_config(OffloadDevice::none, stage, ""));
   OffloadReplica cpu(c, o, w, b, accum, stage, dt, offload_config(OffloadDevice::cpu, stage, ""));
   OffloadReplica nvme(c, o, w, b, accum, stage, dt,
-                      offload_config(OffloadDevice::nvme, stage, dir.path.string()));
+                      offload_config(OffloadDevice::nvme, stage, dir.str()));
   BatchFeed f0{N, w.rank(), b, c.block_size, c.vocab_size}, f1 = f0, f2 = f0;
   for (int s = 0; s < steps; ++s) {
     const auto a = none.engine.train_step(std::ref(f0));
@@ -179,8 +170,8 @@ TEST_P(OffloadUnderDeviceCap, FailsWithoutOffloadAndTrainsWithIt) {
   c.n_embd = 128;
   train::TrainerOptions o;
   o.precision = train::Precision::bf16;
-  SwapDir dir;
-  const auto cfg = offload_config(dev, stage, dir.path.string());
+  offload::test::ScratchDir dir("dist");
+  const auto cfg = offload_config(dev, stage, dir.str());
   const auto expect_config_intact = [&](const char* when) {
     EXPECT_EQ(cfg.zero_optimization.offload_optimizer.device, dev) << when;
     EXPECT_EQ(cfg.zero_optimization.offload_param.device, OffloadDevice::none) << when;

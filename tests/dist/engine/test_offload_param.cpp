@@ -20,6 +20,7 @@
 #include "offload/nvme_state_store.hpp"
 #include "offload/value_shard_store.hpp"
 #include "tests/dist/comm/dist_env.hpp"
+#include "tests/unit/offload/offload_test_util.hpp"
 #include "tests/dist/engine/zero_fixture.hpp"
 
 using namespace strata;
@@ -29,15 +30,6 @@ namespace {
 
 using config::OffloadDevice;
 
-struct ParamSwapDir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("strata-offload-param-" + std::to_string(getpid()));
-  ParamSwapDir() { std::filesystem::create_directories(path); }
-  ~ParamSwapDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 config::Config param_config(OffloadDevice param, OffloadDevice opt, const std::string& dir) {
   config::Config c;
@@ -141,8 +133,8 @@ TEST_P(ParamOffload, TrainsBitwiseLikeSlicesOnTheDevice) {
   const int N = w.size(), b = 2, steps = 10;
   const auto c = tiny_gpt();
   const auto o = trainer_options(dt);
-  ParamSwapDir dir;
-  const std::string d = dir.path.string();
+  offload::test::ScratchDir dir("param");
+  const std::string d = dir.str();
   MemoryLedger ledger;
   TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
   ParamReplica ref(c, o, w, b, dt, param_config(OffloadDevice::none, OffloadDevice::none, d));
@@ -217,8 +209,8 @@ TEST_P(ParamOffloadUnderDeviceCap, FailsWithoutParamOffloadAndTrainsWithIt) {
   c.n_head = 4;
   c.n_embd = 96;
   const auto o = trainer_options(dt);
-  ParamSwapDir dir;
-  const std::string d = dir.path.string();
+  offload::test::ScratchDir dir("param");
+  const std::string d = dir.str();
   const auto with = param_config(dev, OffloadDevice::cpu, d);
   const auto without = param_config(OffloadDevice::none, OffloadDevice::cpu, d);
   // 1. Uncapped, offloaded: its device peak, and the slices' bytes it kept off the device.
@@ -291,12 +283,12 @@ TEST(ParamOffloadFaults, IoErrorInTheParamsSwapFileIsReportedWithItsName) {
   const parallel::Group self = w.split(w.rank(), 0, "self");
   const auto c = tiny_gpt();
   const auto o = trainer_options(DType::bf16);
-  ParamSwapDir dir;
-  const auto cfg = param_config(OffloadDevice::none, OffloadDevice::none, dir.path.string());
+  offload::test::ScratchDir dir("param");
+  const auto cfg = param_config(OffloadDevice::none, OffloadDevice::none, dir.str());
   for (const offload::IoOp op : {offload::IoOp::write, offload::IoOp::read}) {
     std::atomic<bool> armed{false};
     offload::SwapperOptions so;
-    so.dir = dir.path.string() + "/params";
+    so.dir = dir.str() + "/params";
     so.buffer_count = 2;
     so.aio.block_size = 8192;
     so.aio.fault = [&armed, op](const offload::IoRequestInfo& r) {
