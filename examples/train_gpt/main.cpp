@@ -13,24 +13,19 @@
 #include <optional>
 #include <thread>
 
-#include "examples/train_gpt/checkpoints.hpp"
 #include "examples/train_gpt/progress.hpp"
 #include "examples/train_gpt/progress_file.hpp"
 #include "examples/train_gpt/stop_signal.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/config/config.hpp"
 #include "framework/data/eval_sampler.hpp"
-#include "framework/data/sampler.hpp"
 #include "framework/memory/size.hpp"
 #include "framework/nn/generate.hpp"
-#include "framework/nn/param_store.hpp"
 #include "framework/train/from_config.hpp"
+#include "framework/train/token_batches.hpp"
 #include "offload/factory.hpp"
-#include "offload/value_shard_store.hpp"
 #include "parallel/comm/init.hpp"
-#include "parallel/engine/dp_engine.hpp"
-#include "parallel/grid/grid.hpp"
-#include "parallel/zero/zero_memory.hpp"
+#include "parallel/engine/training.hpp"
 
 using namespace strata;
 
@@ -85,16 +80,10 @@ int run(const Args& a) {
   parallel::InitOptions init;
   init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
   parallel::World world(init);
-  parallel::Grid grid(world.group(), static_cast<int>(cfg.strata.tensor_parallel_size),
-                      static_cast<int>(cfg.strata.pipeline_parallel_size));
-  if (grid.tp_size() > 1 || grid.pp_size() > 1)
-    user_fail("train_gpt", "tensor_parallel_size {} / pipeline_parallel_size {}: only data "
-              "parallelism is implemented so far; set both to 1", grid.tp_size(), grid.pp_size());
   const bool lead = world.group().rank() == 0;
   examples::install_stop_handlers();
   std::optional<examples::ProgressFile> progress =
       examples::ProgressFile::from_env(world.group().rank());
-  config::resolve_batch(cfg, grid.dp_size());
   train::apply_memory_caps(cfg, ledger);
   if (a.threads > 0) {
     cpu::set_num_threads(a.threads);
@@ -103,59 +92,37 @@ int run(const Args& a) {
     const int ranks_here = std::max(1, std::atoi(local));
     cpu::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
   }
-
-  if (lead) std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
-  offload::validate(cfg, cfg.zero_optimization.stage);  // clear errors before any work
   if (cfg.strata.data.train.empty())
     user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
               "`strata data prepare --input TEXT --output PREFIX`)");
 
   const nn::GptConfig gc = train::gpt_config(cfg);
   const int T = gc.block_size;
-  const int micro = static_cast<int>(cfg.train_micro_batch_size_per_gpu);
-  const int accum = static_cast<int>(cfg.gradient_accumulation_steps);
-  const std::int64_t steps = cfg.strata.train_steps;
-
   data::TokenFile train_file(cfg.strata.data.train);
   if (train_file.vocab_size() > static_cast<std::uint64_t>(gc.vocab_size))
     user_fail("train_gpt", "{} has vocabulary {} but strata.model.vocab_size is {}: raise vocab_size",
               train_file.path(), train_file.vocab_size(), gc.vocab_size);
   std::optional<data::TokenFile> valid_file;
   if (!cfg.strata.data.valid.empty()) valid_file.emplace(cfg.strata.data.valid);
-  const parallel::Group& dp = grid.dp();
-  data::BatchSampler sampler(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
-                             cfg.strata.data.seed);
 
   nn::Gpt model(gc);
-  model.set_checkpointing(cfg.strata.activation_checkpointing);
+  parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras{&ledger});
+  cfg = training.config();  // batch sizes resolved for the grid's data-parallel size
+  const parallel::Grid& grid = training.grid();
+  const parallel::Group& dp = training.dp();
+  const int micro = static_cast<int>(cfg.train_micro_batch_size_per_gpu);
+  const int accum = static_cast<int>(cfg.gradient_accumulation_steps);
+  const std::int64_t steps = cfg.strata.train_steps;
+  train::TokenBatches batches(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
+                              cfg.strata.data.seed);
+  training.checkpoints().set_data(&batches);
+  nn::ParamStore& store = training.store();
+  parallel::DataParallelEngine& engine = training.engine();
+  parallel::CheckpointPolicy& checkpoints = training.checkpoints();
   const train::Precision prec = train::precision_of(cfg);
-  const DType pd = train::param_dtype(prec);
   const int stage = cfg.zero_optimization.stage;
-  nn::ParamStoreOptions so =
-      parallel::ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, 1, {}}, stage, dp);
-  // ZeRO-3 parameter slices: on the device, or offloaded to host memory / NVMe swap files.
-  so.value_store = offload::make_value_shard_store(cfg, world.group().rank(), so.memory);
-  nn::ParamStore store(model.units(), so);
-  store.initialize(cfg.strata.seed);  // each rank initialises only what it stores
-  // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
-  train::Trainer trainer(store, train::trainer_options(cfg),
-                         stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{},
-                         offload::make_state_store(cfg, world.group().rank(), TensorOptions{}));
-  parallel::EngineOptions eo;
-  eo.micro_batch = micro;
-  eo.accumulation = accum;
-  eo.seq_len = T;
-  const auto& z = cfg.zero_optimization;
-  eo.zero.stage = stage;
-  eo.zero.bucket_elements = z.reduce_bucket_size;
-  eo.zero.overlap = z.overlap_comm;
-  eo.zero.prefetch_elements = z.stage3_prefetch_bucket_size;
-  eo.zero.max_live_elements = z.stage3_max_live_parameters;
-  eo.zero.persistence_threshold = z.stage3_param_persistence_threshold;
-  parallel::DataParallelEngine engine(dp, model, store, trainer, eo);
-  auto next_batch = [&](std::int32_t* in, std::int32_t* tgt) { sampler.next(in, tgt); };
-  examples::TrainCheckpoints checkpoints(cfg, world.group(), dp, store, trainer, sampler);
 
+  if (lead) std::printf("resolved config:\n%s\n", config::to_json(training.config()).dump(2).c_str());
   if (lead) {
   std::printf("world: %d ranks (dp %d x tp %d x pp %d) over %s\n", world.group().size(),
               grid.dp_size(), grid.tp_size(), grid.pp_size(), std::string(world.group().transport()).c_str());
@@ -166,19 +133,10 @@ int run(const Args& a) {
               micro, accum, grid.dp_size(), static_cast<long long>(cfg.train_batch_size),
               static_cast<long long>(cfg.train_batch_size) * T, cpu::num_threads());
   {
-    double psi = 0;
-    for (std::size_t u = 0; u < store.num_units(); ++u) psi += static_cast<double>(store.layout(u).padded);
-    const double pb = static_cast<double>(dtype_size(pd));
-    const double ob = (pd == DType::f32 ? 0.0 : 4.0) + 4.0 +
-                      (cfg.optimizer.type == config::OptimizerType::sgd ? 0.0 : 4.0);
-    const auto pred = parallel::zero_prediction(stage, grid.dp_size(), psi, pb, pb, ob);
-    parallel::ModelStateBytes got;
-    got.params = static_cast<double>(ledger.current(Tier::device, Category::params));
-    got.grads = static_cast<double>(ledger.current(Tier::device, Category::grads));
-    got.optimizer = static_cast<double>(ledger.current(Tier::device, Category::optimizer));
     std::printf("ZeRO stage %d on %d ranks, model states per rank:\n  measured:   %s (device)\n  "
                 "prediction: %s (without offload)\n", stage, grid.dp_size(),
-                parallel::describe(got).c_str(), parallel::describe(pred).c_str());
+                parallel::describe(training.measured_model_states()).c_str(),
+                parallel::describe(training.predicted_model_states()).c_str());
     // Offloaded model states, by tier (host includes the NVMe tier's staging buffers).
     for (const Tier t : {Tier::host, Tier::nvme}) {
       const auto p = ledger.current(t, Category::params), o = ledger.current(t, Category::optimizer);
@@ -193,6 +151,7 @@ int run(const Args& a) {
   std::printf("memory after set-up (rank 0):\n%s", ledger.report().c_str());
   std::fflush(stdout);
   }
+  auto next_batch = [&](nn::Batch& b) { batches.next(b); };
   const std::int64_t start = checkpoints.resume();
   if (lead) std::fflush(stdout);
 
@@ -234,6 +193,7 @@ int run(const Args& a) {
     if (print && lead) {
       r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
       std::printf("%s\n", examples::progress_line(r).c_str());
+      if (cfg.wall_clock_breakdown) std::printf("%s\n", parallel::describe(es.times).c_str());
       std::fflush(stdout);
     }
     if (metrics.is_open()) {

@@ -87,6 +87,8 @@ class LedgerCharge {
   LedgerCharge& operator=(LedgerCharge&& o) noexcept;
   ~LedgerCharge();
   void reset();
+  // The ledger charged (nullptr when nothing is).
+  MemoryLedger* ledger() const { return ledger_; }
 
  private:
   MemoryLedger* ledger_ = nullptr;

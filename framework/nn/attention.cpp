@@ -1,6 +1,6 @@
 #include "framework/nn/attention.hpp"
 
-#include "framework/backend/cpu/kernels.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::nn {
 
@@ -20,8 +20,8 @@ CausalSelfAttention::CausalSelfAttention(std::string prefix, int n_embd, int n_h
 Tensor CausalSelfAttention::forward(Context& ctx, const Tensor& x, int B, int T) {
   Tensor qkv = c_attn.forward(ctx, x);
   Tensor out = ctx.act(Shape{static_cast<std::int64_t>(B) * T, C_});
-  Tensor lse = ctx.act(Shape{B, NH_, T});
-  cpu::attention_forward(qkv.data<float>(), out.data<float>(), lse.data<float>(), B, T, C_, NH_);
+  Tensor lse = ctx.act(Shape{B, NH_, T}, DType::f32);
+  ops::attention_forward(qkv.view(Shape{B, T, 3 * C_}), out, lse, NH_);
   if (ctx.grad_enabled) {
     qkv_ = qkv;
     out_ = out;
@@ -36,8 +36,7 @@ Tensor CausalSelfAttention::backward(Context& ctx, const Tensor& dy) {
   STRATA_CHECK(qkv_.defined(), "nn", "{}: backward without a saved forward", prefix());
   Tensor dout = c_proj.backward(ctx, dy);
   Tensor dqkv = ctx.act(qkv_.shape());
-  cpu::attention_backward(qkv_.data<float>(), out_.data<float>(), lse_.data<float>(),
-                          dout.data<float>(), dqkv.data<float>(), B_, T_, C_, NH_);
+  ops::attention_backward(qkv_.view(Shape{B_, T_, 3 * C_}), out_, lse_, dout, dqkv, NH_);
   dout = {};
   qkv_ = out_ = lse_ = {};
   return c_attn.backward(ctx, dqkv);

@@ -1,6 +1,6 @@
 #include "framework/nn/block.hpp"
 
-#include "framework/backend/cpu/kernels.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::nn {
 
@@ -17,13 +17,12 @@ Block::Block(std::string prefix, int n_embd, int n_head, float init_std, float p
 }
 
 Tensor Block::run_forward(Context& ctx, const Tensor& x) {
-  const auto n = static_cast<std::size_t>(x.numel());
   Tensor a = attn.forward(ctx, ln_1.forward(ctx, x), B_, T_);
   Tensor x1 = ctx.act(x.shape());
-  cpu::add(x.data<float>(), a.data<float>(), x1.data<float>(), n);
+  ops::add(x, a, x1);
   a = {};
   Tensor m = mlp.forward(ctx, ln_2.forward(ctx, x1));
-  cpu::add_inplace(m.data<float>(), x1.data<float>(), n);  // m becomes x2 = x1 + mlp(...)
+  ops::add_inplace(m, x1);  // m becomes x2 = x1 + mlp(...)
   return m;
 }
 
@@ -49,13 +48,12 @@ Tensor Block::forward(Context& ctx, const Tensor& x, int B, int T) {
 Tensor Block::backward(Context& ctx, const Tensor& dy) {
   STRATA_CHECK(x_.defined(), "nn", "{}: backward without a saved forward", prefix());
   if (checkpoint_) run_forward(ctx, x_);  // recompute, saving this time
-  const auto n = static_cast<std::size_t>(dy.numel());
   // x2 = x1 + mlp(ln_2(x1))  →  dx1 = dy + ln_2'(mlp'(dy))
   Tensor dx1 = ln_2.backward(ctx, mlp.backward(ctx, dy));
-  cpu::add_inplace(dx1.data<float>(), dy.data<float>(), n);
+  ops::add_inplace(dx1, dy);
   // x1 = x + attn(ln_1(x))   →  dx = dx1 + ln_1'(attn'(dx1))
   Tensor dx = ln_1.backward(ctx, attn.backward(ctx, dx1));
-  cpu::add_inplace(dx.data<float>(), dx1.data<float>(), n);
+  ops::add_inplace(dx, dx1);
   x_ = {};
   return dx;
 }

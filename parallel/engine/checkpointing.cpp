@@ -266,6 +266,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
     ck::ShardWriter writer(step_dir, spec.rank, h.layout.world, h.step);
     auto& states = trainer_.states();
     const auto kinds = moment_kinds(trainer_);
+    store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
       const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
@@ -310,6 +311,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   }
   ck::StagingArena arena(bytes);
   ck::SaveJob job{std::move(spec), {}, std::move(rs)};
+  store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
@@ -401,6 +403,7 @@ void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out
     auto& states = trainer_.states();
     const DType pd = store_.options().param_dtype;
     const auto kinds = moment_kinds(trainer_);
+    store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
       const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));

@@ -1,16 +1,14 @@
-#include "examples/train_gpt/checkpoints.hpp"
+#include "parallel/engine/checkpoint_policy.hpp"
 
 #include <cstdio>
 
 #include "framework/checkpoint/naming.hpp"
 
-namespace strata::examples {
+namespace strata::parallel {
 
-namespace {
-
-parallel::CheckpointOptions checkpoint_options(const config::Config& cfg) {
+CheckpointOptions checkpoint_options(const config::Config& cfg) {
   const auto& c = cfg.strata.checkpoint;
-  parallel::CheckpointOptions o;
+  CheckpointOptions o;
   o.root = c.dir;
   o.retention.save_total_limit = c.save_total_limit;
   o.retention.keep_every = c.keep_every;
@@ -18,17 +16,13 @@ parallel::CheckpointOptions checkpoint_options(const config::Config& cfg) {
   return o;
 }
 
-}  // namespace
-
-TrainCheckpoints::TrainCheckpoints(const config::Config& cfg, const parallel::Group& world,
-                                   const parallel::Group& dp, nn::ParamStore& store,
-                                   train::Trainer& trainer, data::BatchSampler& sampler)
+CheckpointPolicy::CheckpointPolicy(const config::Config& cfg, const Group& world, const Group& dp,
+                                   nn::ParamStore& store, train::Trainer& trainer, int zero_stage)
     : cfg_(cfg),
       lead_(world.rank() == 0),
-      sampler_(sampler),
-      ckpt_(world, dp, store, trainer, cfg.zero_optimization.stage, checkpoint_options(cfg)) {}
+      ckpt_(world, dp, store, trainer, zero_stage, checkpoint_options(cfg)) {}
 
-std::int64_t TrainCheckpoints::resume() {
+std::int64_t CheckpointPolicy::resume() {
   const std::string& spec = cfg_.strata.checkpoint.resume;
   const auto loaded = ckpt_.resume(spec);
   if (!loaded) {
@@ -36,29 +30,31 @@ std::int64_t TrainCheckpoints::resume() {
       std::printf("checkpoints: none under %s yet; starting fresh\n", ckpt_.options().root.c_str());
     return 0;
   }
-  if (const auto& s = loaded->state.sampler) sampler_.set_state({s->position, s->epoch});
+  if (const auto& s = loaded->state.sampler; s && data_) data_->set_state({s->position, s->epoch});
   if (lead_)
     std::printf(
         "resumed from %s: step %lld (saved on %d ranks, dp %d, ZeRO stage %d), data "
         "position %llu\n",
         loaded->step_dir.c_str(), static_cast<long long>(loaded->step), loaded->saved_layout.world,
         loaded->saved_layout.dp, loaded->saved_zero_stage,
-        static_cast<unsigned long long>(sampler_.state().position));
+        static_cast<unsigned long long>(data_ ? data_->state().position : 0));
   last_saved_ = loaded->step;
   return loaded->step;
 }
 
-bool TrainCheckpoints::due(std::int64_t step) const {
+bool CheckpointPolicy::due(std::int64_t step) const {
   const std::int64_t interval = cfg_.strata.checkpoint.interval;
   return enabled() && interval > 0 && step % interval == 0;
 }
 
-void TrainCheckpoints::save(std::int64_t step) {
-  parallel::JobState job;
+void CheckpointPolicy::save(std::int64_t step) {
+  JobState job;
   job.step = step;
   job.config = config::to_json(cfg_);
-  const data::SamplerState s = sampler_.state();
-  job.sampler = checkpoint::SamplerRecord{s.position, s.epoch};
+  if (data_) {
+    const data::SamplerState s = data_->state();
+    job.sampler = checkpoint::SamplerRecord{s.position, s.epoch};
+  }
   ckpt_.save(job);
   last_saved_ = step;
   if (lead_) {
@@ -69,4 +65,4 @@ void TrainCheckpoints::save(std::int64_t step) {
   }
 }
 
-}  // namespace strata::examples
+}  // namespace strata::parallel
