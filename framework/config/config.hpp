@@ -23,6 +23,8 @@ enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
 enum class TagValidation { ignore, warn, fail };
+// strata.activation_dtype: follow the compute precision, or keep f32 activations.
+enum class ActivationDtype { automatic, f32 };
 
 // `fp16`: mixed precision with a (dynamic) loss scale.
 struct Fp16 {
@@ -173,6 +175,7 @@ struct StrataSection {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   bool activation_checkpointing = false;
+  ActivationDtype activation_dtype = ActivationDtype::automatic;
   Memory memory;
   Model model;
   Data data;

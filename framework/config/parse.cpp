@@ -296,6 +296,8 @@ void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.tensor_parallel_size", s.tensor_parallel_size, IntRange{1});
   r.get("strata.pipeline_parallel_size", s.pipeline_parallel_size, IntRange{1});
   r.get("strata.activation_checkpointing", s.activation_checkpointing);
+  r.choice<ActivationDtype>("strata.activation_dtype", s.activation_dtype,
+                            {{"auto", ActivationDtype::automatic}, {"f32", ActivationDtype::f32}});
 
   r.get_size("strata.memory.device_limit", s.memory.device_limit);
   r.get_size("strata.memory.host_limit", s.memory.host_limit);

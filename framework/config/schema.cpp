@@ -157,6 +157,9 @@ constexpr KeySpec kSchema[] = {
     {"strata.pipeline_parallel_size", K::integer, "1", "Pipeline stages."},
     {"strata.activation_checkpointing", K::boolean, "false",
      "Drop each block's saved activations and recompute them in backward."},
+    {"strata.activation_dtype", K::string, "\"auto\"",
+     "Activations and their gradients: \"auto\" (16-bit with bf16/fp16 enabled, else f32) or "
+     "\"f32\" (f32 activations also with 16-bit parameters: more memory, the exactness of f32)."},
     {"strata.memory", K::object, "{}",
      "Caps per memory tier (exceeding one raises OutOfMemory with a breakdown)."},
     {"strata.memory.device_limit", K::size, "null",

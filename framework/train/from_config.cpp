@@ -27,6 +27,11 @@ DType param_dtype(Precision p) {
   return p == Precision::bf16 ? DType::bf16 : p == Precision::fp16 ? DType::f16 : DType::f32;
 }
 
+DType activation_dtype(const config::Config& cfg) {
+  if (cfg.strata.activation_dtype == config::ActivationDtype::f32) return DType::f32;
+  return param_dtype(precision_of(cfg));
+}
+
 TrainerOptions trainer_options(const config::Config& cfg) {
   TrainerOptions o;
   const auto& opt = cfg.optimizer;

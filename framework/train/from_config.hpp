@@ -12,6 +12,8 @@ namespace strata::train {
 nn::GptConfig gpt_config(const config::Config& cfg);
 Precision precision_of(const config::Config& cfg);
 DType param_dtype(Precision p);
+// The dtype of activations and activation gradients (strata.activation_dtype).
+DType activation_dtype(const config::Config& cfg);
 TrainerOptions trainer_options(const config::Config& cfg);
 // Applies strata.memory.*_limit to the ledger's tier caps.
 void apply_memory_caps(const config::Config& cfg, MemoryLedger& ledger);

@@ -55,7 +55,10 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   nn::ParamStoreOptions so =
       ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, 1, memory}, stage, dp);
   // ZeRO-3 parameter slices: on the device, or offloaded to host memory / NVMe swap files.
-  so.value_store = offload::make_value_shard_store(cfg_, world.rank(), memory);
+  so.value_store = extras.value_store ? std::move(extras.value_store)
+                                      : offload::make_value_shard_store(cfg_, world.rank(), memory);
+  STRATA_CHECK(!so.value_store || stage == 3, "engine",
+               "parameter slices can be offloaded at ZeRO stage 3 only (stage is {})", stage);
   store_ = std::make_unique<nn::ParamStore>(model.units(), so);
   store_->initialize(cfg_.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
@@ -68,7 +71,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   nn::Context ctx;
   ctx.activations.ledger = &ledger_;
   ctx.workspace.ledger = &ledger_;
-  ctx.act_dtype = pd;  // 16-bit activations with mixed precision
+  ctx.act_dtype = train::activation_dtype(cfg_);  // 16-bit with mixed precision by default
   engine_ = std::make_unique<DataParallelEngine>(dp, model, *store_, *trainer_,
                                                  engine_options(cfg_), ctx);
   checkpoints_ = std::make_unique<CheckpointPolicy>(cfg_, world, dp, *store_, *trainer_, stage);

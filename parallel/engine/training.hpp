@@ -20,6 +20,9 @@ namespace strata::parallel {
 // What a job gives besides its config.
 struct TrainingExtras {
   MemoryLedger* ledger = nullptr;  // every allocation's ledger; nullptr: MemoryLedger::global()
+  // Where ZeRO-3 parameter slices live instead of the store offload_param configures (tests
+  // inject failing stores here); stage 3 only.
+  std::shared_ptr<nn::ValueShardStore> value_store;
 };
 
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.
