@@ -106,7 +106,7 @@ int run(const Args& a) {
   if (!cfg.strata.data.valid.empty()) valid_file.emplace(cfg.strata.data.valid);
 
   nn::Gpt model(gc);
-  parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras{&ledger});
+  parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras::on(&ledger));
   cfg = training.config();  // batch sizes resolved for the grid's data-parallel size
   const parallel::Grid& grid = training.grid();
   const parallel::Group& dp = training.dp();

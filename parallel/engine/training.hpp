@@ -23,6 +23,12 @@ struct TrainingExtras {
   // Where ZeRO-3 parameter slices live instead of the store offload_param configures (tests
   // inject failing stores here); stage 3 only.
   std::shared_ptr<nn::ValueShardStore> value_store;
+
+  static TrainingExtras on(MemoryLedger* l) {
+    TrainingExtras e;
+    e.ledger = l;
+    return e;
+  }
 };
 
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.

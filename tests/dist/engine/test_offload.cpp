@@ -147,7 +147,7 @@ TEST_P(OffloadUnderDeviceCap, FailsWithoutOffloadAndTrainsWithIt) {
   std::vector<double> losses;
   {
     MemoryLedger ledger;
-    Replica r(c, offloaded(o, b, accum, stage, dt, cfg), self, parallel::TrainingExtras{&ledger});
+    Replica r(c, offloaded(o, b, accum, stage, dt, cfg), self, parallel::TrainingExtras::on(&ledger));
     EXPECT_EQ(ledger.current(Tier::device, Category::optimizer), 0u);
     EXPECT_GT(ledger.current(dev == OffloadDevice::cpu ? Tier::host : Tier::nvme, Category::optimizer), 0u);
     opt_bytes = resident_optimizer_bytes(r.store, true);
@@ -166,7 +166,7 @@ TEST_P(OffloadUnderDeviceCap, FailsWithoutOffloadAndTrainsWithIt) {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
     try {
-      Replica r(c, offloaded(o, b, accum, stage, dt, offload_config(OffloadDevice::none, stage, "")), self, parallel::TrainingExtras{&ledger});
+      Replica r(c, offloaded(o, b, accum, stage, dt, offload_config(OffloadDevice::none, stage, "")), self, parallel::TrainingExtras::on(&ledger));
       ADD_FAILURE() << "model states fit under a " << format_bytes(cap) << " device cap without offload";
     } catch (const OutOfMemory& e) {
       bool names_offload = false;
@@ -180,7 +180,7 @@ TEST_P(OffloadUnderDeviceCap, FailsWithoutOffloadAndTrainsWithIt) {
   {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
-    Replica r(c, offloaded(o, b, accum, stage, dt, cfg), self, parallel::TrainingExtras{&ledger});
+    Replica r(c, offloaded(o, b, accum, stage, dt, cfg), self, parallel::TrainingExtras::on(&ledger));
     BatchFeed f{N, 0, b, c.block_size, c.vocab_size};
     for (int s = 0; s < 3; ++s) EXPECT_EQ(r.engine.train_step(std::ref(f)).loss, losses[static_cast<std::size_t>(s)]);
     EXPECT_LE(ledger.peak(Tier::device), cap);

@@ -90,7 +90,7 @@ TEST_P(ParamOffload, TrainsBitwiseLikeSlicesOnTheDevice) {
   const std::string d = dir.str();
   MemoryLedger ledger;
   Replica ref(c, offloaded(o, b, dt, param_config(OffloadDevice::none, OffloadDevice::none, d)), w);
-  Replica off(c, offloaded(o, b, dt, param_config(param, opt, d)), w, parallel::TrainingExtras{&ledger});
+  Replica off(c, offloaded(o, b, dt, param_config(param, opt, d)), w, parallel::TrainingExtras::on(&ledger));
   BatchFeed f0{N, w.rank(), b, c.block_size, c.vocab_size}, f1 = f0;
   for (int s = 0; s < steps; ++s) {
     const auto a = ref.engine.train_step(std::ref(f0));
@@ -171,7 +171,7 @@ TEST_P(ParamOffloadUnderDeviceCap, FailsWithoutParamOffloadAndTrainsWithIt) {
   std::vector<double> losses;
   {
     MemoryLedger ledger;
-    Replica r(c, offloaded(o, b, dt, with), self, parallel::TrainingExtras{&ledger});
+    Replica r(c, offloaded(o, b, dt, with), self, parallel::TrainingExtras::on(&ledger));
     EXPECT_EQ(ledger.current(Tier::device, Category::params), 0u);
     for (std::size_t u = 0; u < r.store.num_units(); ++u)
       slices += static_cast<double>(r.store.layout(u).hi - r.store.layout(u).lo) * 4;
@@ -188,7 +188,7 @@ TEST_P(ParamOffloadUnderDeviceCap, FailsWithoutParamOffloadAndTrainsWithIt) {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
     try {
-      Replica r(c, offloaded(o, b, dt, without), self, parallel::TrainingExtras{&ledger});
+      Replica r(c, offloaded(o, b, dt, without), self, parallel::TrainingExtras::on(&ledger));
       BatchFeed f{1, 0, b, c.block_size, c.vocab_size};
       for (int s = 0; s < 3; ++s) r.engine.train_step(std::ref(f));
       ADD_FAILURE() << "trained under a " << format_bytes(cap) << " device cap with the slices "
@@ -205,7 +205,7 @@ TEST_P(ParamOffloadUnderDeviceCap, FailsWithoutParamOffloadAndTrainsWithIt) {
   {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
-    Replica r(c, offloaded(o, b, dt, with), self, parallel::TrainingExtras{&ledger});
+    Replica r(c, offloaded(o, b, dt, with), self, parallel::TrainingExtras::on(&ledger));
     BatchFeed f{1, 0, b, c.block_size, c.vocab_size};
     for (int s = 0; s < 3; ++s)
       EXPECT_EQ(r.engine.train_step(std::ref(f)).loss, losses[static_cast<std::size_t>(s)]);
@@ -244,7 +244,7 @@ TEST(ParamOffloadFaults, IoErrorInTheParamsSwapFileIsReportedWithItsName) {
       return armed && r.op == op ? (op == offload::IoOp::write ? ENOSPC : EIO) : 0;
     };
     auto values = std::make_shared<offload::NvmeValueShardStore>(so);
-    Replica r(c, offloaded(o, 2, DType::bf16, cfg), self, parallel::TrainingExtras{nullptr, values});
+    Replica r(c, offloaded(o, 2, DType::bf16, cfg), self, [&] { parallel::TrainingExtras e; e.value_store = values; return e; }());
     BatchFeed f{1, 0, 2, c.block_size, c.vocab_size};
     r.engine.train_step(std::ref(f));
     armed = true;

@@ -114,7 +114,7 @@ struct Replica {
           int micro, int accum, int stage, DType dt = DType::f32, std::int64_t bucket = 1000,
           bool overlap = true, bool checkpointing = true, TensorOptions mem = {})
       : Replica(c, job_config(o, micro, accum, stage, dt, bucket, overlap, checkpointing), dp,
-                parallel::TrainingExtras{mem.ledger}) {}
+                parallel::TrainingExtras::on(mem.ledger)) {}
   // The full fp32 master weights of every unit, gathered over dp (padding stripped).
   std::vector<float> master_weights() {
     const auto& dp = engine.dp();
