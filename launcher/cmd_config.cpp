@@ -37,24 +37,14 @@ nlohmann::ordered_json in_schema_order(const config::json& doc, const std::strin
   return out;
 }
 
+// Every problem at once (one line each, exit status 1), or the notes on stderr and the resolved
+// config on stdout.
 void run_check(const CheckArgs& a) {
-  config::Config cfg = a.options.load();
-  std::int64_t dp = 0;
-  try {
-    dp = config::data_parallel_size(cfg, a.world_size);
-  } catch (const UserError& e) {
-    throw UserError("config", fmt::format("{}: {}", a.options.path,
-                                          std::string(e.what()).substr(e.tag().size() + 3)));
-  }
-  try {
-    config::resolve_batch(cfg, dp);
-  } catch (const UserError& e) {
-    // Name the file and the world size the numbers came from.
-    throw UserError("config",
-                    fmt::format("{}: {} (world size {})", a.options.path,
-                                std::string(e.what()).substr(e.tag().size() + 3), a.world_size));
-  }
-  std::cout << in_schema_order(config::to_json(cfg), "").dump(2) << "\n";
+  const config::CheckResult r = config::check_config(a.options.document(), a.world_size);
+  r.problems.raise_if_any(a.options.source());
+  for (const auto& note : r.config.notes)
+    std::cerr << fmt::format("strata: note: {}: {}\n", a.options.source(), note);
+  std::cout << in_schema_order(config::to_json(r.config), "").dump(2) << "\n";
 }
 
 std::string kind_label(config::Kind k) {
@@ -104,7 +94,8 @@ void add_config_command(CLI::App& app) {
   auto* check = cmd->add_subcommand(
       "check",
       "Validate a config (strictly, as a training job would) and print it resolved, "
-      "with every default, as JSON");
+      "with every default, as JSON; list every problem at once, and note DeepSpeed keys "
+      "that change nothing");
   config::add_config_options(*check, args->options, true, "file");
   check
       ->add_option(

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "examples/train_gpt/checkpoints.hpp"
@@ -104,7 +105,10 @@ int run(const Args& a) {
     cpu::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
   }
 
-  if (lead) std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
+  if (lead) {
+    for (const auto& note : cfg.notes) std::printf("config note: %s\n", note.c_str());
+    std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
+  }
   offload::validate(cfg, cfg.zero_optimization.stage);  // clear errors before any work
   if (cfg.strata.data.train.empty())
     user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
@@ -320,7 +324,9 @@ int main(int argc, char** argv) {
   try {
     return run(a);
   } catch (const UserError& e) {
-    std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    // A config can have several problems: one line each.
+    std::istringstream lines(e.what());
+    for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "train_gpt: %s\n", line.c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_gpt: error: %s\n", e.what());
