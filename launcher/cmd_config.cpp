@@ -6,6 +6,7 @@
 
 #include "framework/config/cli_options.hpp"
 #include "framework/config/config.hpp"
+#include "framework/config/deepspeed_keys.hpp"
 #include "framework/config/schema.hpp"
 #include "framework/core/error.hpp"
 #include "launcher/commands.hpp"
@@ -67,7 +68,26 @@ std::string kind_label(config::Kind k) {
   return "?";
 }
 
-void run_keys(bool markdown) {
+// DeepSpeed's keys that Strata's schema does not have: when each is accepted as a no-op, and
+// what it asks for otherwise.
+void run_deepspeed_keys(bool markdown) {
+  const auto rows = config::deepspeed_key_rows();
+  if (markdown) {
+    std::cout << "| DeepSpeed key | accepted (ignored, with a note) at | otherwise |\n"
+                 "| --- | --- | --- |\n";
+    for (const auto& r : rows)
+      std::cout << fmt::format("| `{}` | {} | {} |\n", r.key, r.noop_values, r.otherwise);
+    return;
+  }
+  for (const auto& r : rows) {
+    std::string values = r.noop_values;
+    std::erase(values, '`');
+    std::cout << fmt::format("{:<64} {}\n", r.key, values);
+  }
+}
+
+void run_keys(bool markdown, bool deepspeed) {
+  if (deepspeed) return run_deepspeed_keys(markdown);
   if (markdown) {
     std::cout << "| key | type | default | meaning |\n| --- | --- | --- | --- |\n";
     for (const auto& k : config::schema()) {
@@ -105,9 +125,13 @@ void add_config_command(CLI::App& app) {
   check->callback([args] { run_check(*args); });
 
   auto markdown = std::make_shared<bool>(false);
+  auto deepspeed = std::make_shared<bool>(false);
   auto* keys = cmd->add_subcommand("keys", "List every accepted key with its type and default");
   keys->add_flag("--markdown", *markdown, "Print a Markdown table (as in docs/config.md)");
-  keys->callback([markdown] { run_keys(*markdown); });
+  keys->add_flag("--deepspeed", *deepspeed,
+                 "List instead DeepSpeed's keys that Strata does not have: the values at which "
+                 "each changes nothing (accepted with a note), and what it asks for otherwise");
+  keys->callback([markdown, deepspeed] { run_keys(*markdown, *deepspeed); });
 }
 
 }  // namespace strata::launcher

@@ -105,26 +105,30 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
     if (path == "train_batch_size") {
       erase(doc, path);
       batch.train_batch_size = true;
-      note("auto: train_batch_size = train_micro_batch_size_per_gpu × "
-           "gradient_accumulation_steps × data-parallel size, as Hugging Face computes it");
+      note(
+          "auto: train_batch_size = train_micro_batch_size_per_gpu × "
+          "gradient_accumulation_steps × data-parallel size, as Hugging Face computes it");
     } else if (path == "train_micro_batch_size_per_gpu") {
       erase(doc, path);
       batch.train_micro_batch_size_per_gpu = true;
       const json* t = at(original, "train_batch_size");
       if (t && t->is_number())
-        note("auto: train_micro_batch_size_per_gpu = train_batch_size / "
-             "(gradient_accumulation_steps × data-parallel size)");
+        note(
+            "auto: train_micro_batch_size_per_gpu = train_batch_size / "
+            "(gradient_accumulation_steps × data-parallel size)");
     } else if (path == "gradient_accumulation_steps") {
       erase(doc, path);
       batch.gradient_accumulation_steps = true;
-      note("auto: gradient_accumulation_steps is derived from the two batch sizes when both are "
-           "given, else 1 (Hugging Face's default)");
+      note(
+          "auto: gradient_accumulation_steps is derived from the two batch sizes when both are "
+          "given, else 1 (Hugging Face's default)");
     } else if (path == "fp16.enabled" || path == "bf16.enabled") {
       set(doc, path, false);
       const std::string flag = path == "fp16.enabled" ? "--fp16" : "--bf16";
-      note(fmt::format("auto: {} = false: nothing enables it (--set {}=true would, as Hugging "
-                       "Face's {} does)",
-                       path, path, flag));
+      note(
+          fmt::format("auto: {} = false: nothing enables it (--set {}=true would, as Hugging "
+                      "Face's {} does)",
+                      path, path, flag));
     } else if (path == "scheduler.params.warmup_min_lr") {
       set(doc, path, 0);
       note("auto: scheduler.params.warmup_min_lr = 0, as Hugging Face sets it");
@@ -132,23 +136,26 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
       const json* lr = at(original, "optimizer.params.lr");
       if (!lr || lr->is_null()) {
         set(doc, path, json::parse(find_key("optimizer.params.lr")->default_value));
-        note(fmt::format("auto: {} = {} (the default optimizer.params.lr, as Hugging Face sets it "
-                         "from the learning rate)",
-                         path, find_key("optimizer.params.lr")->default_value));
+        note(
+            fmt::format("auto: {} = {} (the default optimizer.params.lr, as Hugging Face sets it "
+                        "from the learning rate)",
+                        path, find_key("optimizer.params.lr")->default_value));
       } else if (lr->is_number()) {
         set(doc, path, *lr);
-        note(fmt::format("auto: {} = {} (optimizer.params.lr, as Hugging Face sets it from the "
-                         "learning rate)",
-                         path, lr->dump()));
+        note(
+            fmt::format("auto: {} = {} (optimizer.params.lr, as Hugging Face sets it from the "
+                        "learning rate)",
+                        path, lr->dump()));
       } else {
         erase(doc, path);  // optimizer.params.lr's own problem names what resolves both
       }
     } else if (path == "scheduler.params.total_num_steps") {
       const std::int64_t steps = integer_or_default(original, "strata.train_steps", 1);
       set(doc, path, steps);
-      note(fmt::format("auto: {} = {} (strata.train_steps, as Hugging Face uses its number of "
-                       "training steps)",
-                       path, steps));
+      note(
+          fmt::format("auto: {} = {} (strata.train_steps, as Hugging Face uses its number of "
+                      "training steps)",
+                      path, steps));
     } else if (path == "zero_optimization.reduce_bucket_size" ||
                path == "zero_optimization.stage3_prefetch_bucket_size" ||
                path == "zero_optimization.stage3_param_persistence_threshold") {
@@ -163,17 +170,18 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
                                  ? static_cast<std::int64_t>(0.9 * static_cast<double>(h * h))
                                  : 10 * h;
       set(doc, path, v);
-      note(fmt::format("auto: {} = {} (from strata.model.n_embd {}, as Hugging Face computes it "
-                       "from the model's hidden size)",
-                       path, v, h));
+      note(
+          fmt::format("auto: {} = {} (from strata.model.n_embd {}, as Hugging Face computes it "
+                      "from the model's hidden size)",
+                      path, v, h));
     } else if (const auto* f = [&]() -> const FromCommandLine* {
                  for (const auto& c : kFromCommandLine)
                    if (c.key == path) return &c;
                  return nullptr;
                }()) {
       erase(doc, path);
-      const bool follows = path == "optimizer.params.lr" &&
-                           is_auto("scheduler.params.warmup_max_lr");
+      const bool follows =
+          path == "optimizer.params.lr" && is_auto("scheduler.params.warmup_max_lr");
       problems.add(ProblemKind::unresolved_auto, path,
                    fmt::format("{} is \"auto\" and nothing sets it: add {} (Hugging Face fills it "
                                "from {}){}",
@@ -183,13 +191,13 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
       if (spec->kind == Kind::string) continue;  // a value of its own (strata.checkpoint.resume)
       erase(doc, path);
       const bool literal = json::accept(spec->default_value);
-      problems.add(ProblemKind::unresolved_auto, path,
-                   fmt::format("{} is \"auto\", which Strata resolves only where the config "
-                               "determines the value (docs/config.md, \"auto\"): {}",
-                               path,
-                               literal ? "give it a value, e.g. " +
-                                             set_flag(path, spec->default_value)
-                                       : std::string("give it a value")));
+      problems.add(
+          ProblemKind::unresolved_auto, path,
+          fmt::format("{} is \"auto\", which Strata resolves only where the config "
+                      "determines the value (docs/config.md, \"auto\"): {}",
+                      path,
+                      literal ? "give it a value, e.g. " + set_flag(path, spec->default_value)
+                              : std::string("give it a value")));
     } else if (const DeepSpeedKey* ds = find_deepspeed_key(path)) {
       erase(doc, path);
       if (ds->what.empty())

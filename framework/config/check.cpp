@@ -18,9 +18,9 @@ CheckResult check_config(const json& doc, std::optional<std::int64_t> world_size
   r.config = check_config(doc, r.problems);
   if (!world_size) return r;
   // The batch arithmetic for this world size, unless the keys it reads have problems already.
-  for (const char* key : {"train_batch_size", "train_micro_batch_size_per_gpu",
-                          "gradient_accumulation_steps", "strata.tensor_parallel_size",
-                          "strata.pipeline_parallel_size"})
+  for (const char* key :
+       {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+        "strata.tensor_parallel_size", "strata.pipeline_parallel_size"})
     if (r.problems.about(key)) return r;
   std::int64_t dp = 0;
   try {

@@ -86,10 +86,10 @@ struct OffloadParam {
 // `zero_optimization`. Bucket sizes and thresholds count elements, as in DeepSpeed.
 struct Zero {
   int stage = 0;
-  bool overlap_comm = false;  // default: true at stage 3, false otherwise
-  bool reduce_scatter = true;                      // always true (false is refused)
-  std::int64_t reduce_bucket_size = 500'000'000;   // stage 0's all-reduce buckets; > 0
-  bool allgather_partitions = true;                // always true (false is refused)
+  bool overlap_comm = false;                      // default: true at stage 3, false otherwise
+  bool reduce_scatter = true;                     // always true (false is refused)
+  std::int64_t reduce_bucket_size = 500'000'000;  // stage 0's all-reduce buckets; > 0
+  bool allgather_partitions = true;               // always true (false is refused)
   std::int64_t stage3_prefetch_bucket_size = 50'000'000;
   std::int64_t stage3_max_live_parameters = 1'000'000'000;
   std::int64_t stage3_param_persistence_threshold = 100'000;
@@ -182,7 +182,8 @@ struct Config {
   std::int64_t data_parallel_size = 0;  // set by resolve_batch()
   double gradient_clipping = 0;         // max global gradient norm, 0 = off
   std::int64_t steps_per_print = 10;
-  bool micro_batch_auto = false;  // train_micro_batch_size_per_gpu was "auto" (a planner may choose)
+  bool micro_batch_auto =
+      false;  // train_micro_batch_size_per_gpu was "auto" (a planner may choose)
   Fp16 fp16;
   Bf16 bf16;
   Optimizer optimizer;

@@ -100,8 +100,7 @@ const DeepSpeedKey kKeys[] = {
     {"wall_clock_breakdown", K::boolean, is_false, "DeepSpeed's default: no per-phase timings",
      "per-phase timings (forward, backward, step) in the log", kRemoveOrFalse},
     {"memory_breakdown", K::boolean, is_false, kDefault,
-     "a memory report at every step (Strata prints its memory ledger after set-up)",
-     kRemoveOrFalse},
+     "a memory report at every step; Strata prints its memory ledger after set-up", kRemoveOrFalse},
     {"zero_allow_untested_optimizer", K::boolean, any_value,
      "Strata's ZeRO works with every optimizer Strata has", "", ""},
     {"zero_force_ds_cpu_optimizer", K::boolean, any_value,
@@ -120,7 +119,7 @@ const DeepSpeedKey kKeys[] = {
     {"sparse_attention", K::object, never, "", "block-sparse attention", "remove the section"},
     {"pipeline", K::object, never, "", "the settings of DeepSpeed's pipeline engine",
      "remove the section and set strata.pipeline_parallel_size"},
-    {"tensor_parallel", K::object, never, "", "automatic tensor parallelism (AutoTP)",
+    {"tensor_parallel", K::object, never, "", "DeepSpeed's automatic tensor parallelism, AutoTP",
      "remove the section and set strata.tensor_parallel_size"},
     {"activation_checkpointing", K::object, checkpointing_moot,
      "it configures DeepSpeed's checkpointing API, which Strata's models do not call (Strata's "
@@ -130,8 +129,7 @@ const DeepSpeedKey kKeys[] = {
      "remove the section; Strata's switch is strata.activation_checkpointing (true or false)"},
     {"flops_profiler", K::object, off, "the profiler is not enabled", "the FLOPs profiler",
      kRemoveSection},
-    {"autotuning", K::object, off, "the autotuner is not enabled", "the autotuner",
-     kRemoveSection},
+    {"autotuning", K::object, off, "the autotuner is not enabled", "the autotuner", kRemoveSection},
     {"tensorboard", K::object, off, "it is not enabled", "logging to TensorBoard",
      "remove the section or set its enabled to false (Strata logs to stdout and, with "
      "--metrics, to a JSON-lines file)"},
@@ -148,21 +146,21 @@ const DeepSpeedKey kKeys[] = {
      kRemoveSection},
     {"timers", K::object, off, "no timer in it is enabled", "throughput timers", kRemoveSection},
     {"eigenvalue", K::object, off, "it is not enabled",
-     "eigenvalue estimation for quantization schedules (MoQ)", kRemoveSection},
+     "eigenvalue estimation for MoQ quantization schedules", kRemoveSection},
     {"progressive_layer_drop", K::object, off, "it is not enabled", "progressive layer dropping",
      kRemoveSection},
-    {"curriculum_learning", K::object, off, "it is not enabled",
-     "curriculum learning (sequence-length schedules)", kRemoveSection},
+    {"curriculum_learning", K::object, off, "it is not enabled", "curriculum learning",
+     kRemoveSection},
     {"data_efficiency", K::object, off, "it is not enabled",
-     "data efficiency (curriculum data sampling, random layerwise token dropping)",
+     "curriculum data sampling and random layerwise token dropping (data efficiency)",
      kRemoveSection},
     {"elasticity", K::object, off, "it is not enabled",
-     "elastic training (batch sizes chosen for a changing number of GPUs)",
+     "elastic training, batch sizes chosen for a changing number of GPUs",
      "remove the section (Strata's checkpoints resume on any number of ranks)"},
     {"compression_training", K::object, off, "every method in it is disabled",
-     "model compression (quantization, pruning, layer reduction)", "remove the section"},
-    {"quantize_training", K::object, off, "it is not enabled",
-     "quantization-aware training (MoQ)", kRemoveSection},
+     "model compression: quantization, pruning, layer reduction", "remove the section"},
+    {"quantize_training", K::object, off, "it is not enabled", "MoQ quantization-aware training",
+     kRemoveSection},
     {"hybrid_engine", K::object, off, "it is not enabled",
      "the hybrid training and generation engine (DeepSpeed-Chat)", kRemoveSection},
     {"nebula", K::object, off, "it is not enabled", "Nebula checkpointing",
@@ -209,8 +207,7 @@ const DeepSpeedKey kKeys[] = {
      "when it does; this trades memory for traffic, never the result",
      "", ""},
     {"zero_optimization.sub_group_size", K::integer, any_value,
-     "Strata's optimizer steps one unit at a time, which already bounds its working set", "",
-     ""},
+     "Strata's optimizer steps one unit at a time, which already bounds its working set", "", ""},
     {"zero_optimization.stage3_gather_16bit_weights_on_model_save", K::boolean, any_value,
      "Strata saves sharded checkpoints that load on any layout; `strata ckpt export` writes one "
      "consolidated file",
@@ -246,8 +243,8 @@ const DeepSpeedKey kKeys[] = {
      "remove the key"},
     {"zero_optimization.stage3_module_granularity_threshold", K::integer, is_zero, kDefault,
      "gathering groups of small modules as one", "remove the key or set it to 0"},
-    {"zero_optimization.stage3_use_all_reduce_for_fetch_params", K::boolean, is_false,
-     kDefault, "fetching parameters with all-reduce instead of all-gather", kRemoveOrFalse},
+    {"zero_optimization.stage3_use_all_reduce_for_fetch_params", K::boolean, is_false, kDefault,
+     "fetching parameters with all-reduce instead of all-gather", kRemoveOrFalse},
     {"zero_optimization.grad_hooks", K::boolean, is_true, kDefault,
      "reducing gradients without backward hooks", "remove the key or set it to true"},
     {"zero_optimization.zero_hpz_partition_size", K::integer, is_one,
@@ -262,7 +259,7 @@ const DeepSpeedKey kKeys[] = {
     {"zero_optimization.zeropp_loco_param", K::object, is_null, kDefault,
      "ZeRO++ LoCo error feedback", "remove the key", true},
     {"zero_optimization.mics_shard_size", K::integer, is_minus_one,
-     "DeepSpeed's default: MiCS is off", "MiCS (sharding within groups of ranks)",
+     "DeepSpeed's default: MiCS is off", "MiCS, sharding within groups of ranks",
      "remove the key or set it to -1"},
     {"zero_optimization.mics_hierarchical_params_gather", K::boolean, is_false, kDefault,
      "MiCS hierarchical all-gather", kRemoveOrFalse},
@@ -289,24 +286,36 @@ struct OptimizerParam {
 };
 
 const OptimizerParam kOptimizerParams[] = {
-    {true, true, false,
+    {true,
+     true,
+     false,
      {"optimizer.params.torch_adam", K::boolean, any_value,
       "Strata's Adam is its own implementation, bitwise equal to PyTorch's", "", ""}},
-    {false, true, false,
+    {false,
+     true,
+     false,
      {"optimizer.params.adam_w_mode", K::boolean, any_value,
       "DeepSpeed's AdamW decouples weight decay whatever adam_w_mode says, as Strata's does", "",
       ""}},
-    {true, true, false,
+    {true,
+     true,
+     false,
      {"optimizer.params.bias_correction", K::boolean, is_true,
       "DeepSpeed's default: Strata's Adam corrects the moments' bias too",
       "Adam without bias correction", "remove the key or set it to true"}},
-    {true, true, false,
+    {true,
+     true,
+     false,
      {"optimizer.params.amsgrad", K::boolean, is_false, "PyTorch's default",
       "the AMSGrad variant of Adam", kRemoveOrFalse}},
-    {false, false, true,
+    {false,
+     false,
+     true,
      {"optimizer.params.dampening", K::number, is_zero, "PyTorch's default",
       "SGD momentum dampening", "remove the key or set it to 0"}},
-    {false, false, true,
+    {false,
+     false,
+     true,
      {"optimizer.params.maximize", K::boolean, is_false, "PyTorch's default",
       "maximizing the objective", kRemoveOrFalse}},
 };
@@ -318,34 +327,34 @@ const DeepSpeedKey kSchedulerParams[] = {
 };
 
 struct Named {
-  std::string_view name, what;  // name in lower case
+  std::string_view name, what;  // name as DeepSpeed writes it (matched in any letter case)
 };
 
 const Named kOptimizers[] = {
-    {"lamb", "the LAMB optimizer"},
-    {"onebitadam", "1-bit Adam (compressed communication)"},
-    {"zerooneadam", "0/1 Adam (compressed communication)"},
-    {"onebitlamb", "1-bit LAMB (compressed communication)"},
-    {"adagrad", "the Adagrad optimizer"},
-    {"lion", "the Lion optimizer"},
-    {"muadam", "the muP optimizer MuAdam"},
-    {"muadamw", "the muP optimizer MuAdamW"},
-    {"musgd", "the muP optimizer MuSGD"},
+    {"Lamb", "the LAMB optimizer"},
+    {"OneBitAdam", "1-bit Adam, with compressed communication"},
+    {"ZeroOneAdam", "0/1 Adam, with compressed communication"},
+    {"OneBitLamb", "1-bit LAMB, with compressed communication"},
+    {"Adagrad", "the Adagrad optimizer"},
+    {"Lion", "the Lion optimizer"},
+    {"MuAdam", "the muP optimizer MuAdam"},
+    {"MuAdamW", "the muP optimizer MuAdamW"},
+    {"MuSGD", "the muP optimizer MuSGD"},
     // torch.optim optimizers DeepSpeed loads by name
-    {"adadelta", "PyTorch's Adadelta, which DeepSpeed loads from torch.optim"},
-    {"adamax", "PyTorch's Adamax, which DeepSpeed loads from torch.optim"},
-    {"asgd", "PyTorch's ASGD, which DeepSpeed loads from torch.optim"},
-    {"lbfgs", "PyTorch's LBFGS, which DeepSpeed loads from torch.optim"},
-    {"nadam", "PyTorch's NAdam, which DeepSpeed loads from torch.optim"},
-    {"radam", "PyTorch's RAdam, which DeepSpeed loads from torch.optim"},
-    {"rmsprop", "PyTorch's RMSprop, which DeepSpeed loads from torch.optim"},
-    {"rprop", "PyTorch's Rprop, which DeepSpeed loads from torch.optim"},
-    {"sparseadam", "PyTorch's SparseAdam, which DeepSpeed loads from torch.optim"},
+    {"Adadelta", "PyTorch's Adadelta, which DeepSpeed loads from torch.optim"},
+    {"Adamax", "PyTorch's Adamax, which DeepSpeed loads from torch.optim"},
+    {"ASGD", "PyTorch's ASGD, which DeepSpeed loads from torch.optim"},
+    {"LBFGS", "PyTorch's LBFGS, which DeepSpeed loads from torch.optim"},
+    {"NAdam", "PyTorch's NAdam, which DeepSpeed loads from torch.optim"},
+    {"RAdam", "PyTorch's RAdam, which DeepSpeed loads from torch.optim"},
+    {"RMSprop", "PyTorch's RMSprop, which DeepSpeed loads from torch.optim"},
+    {"Rprop", "PyTorch's Rprop, which DeepSpeed loads from torch.optim"},
+    {"SparseAdam", "PyTorch's SparseAdam, which DeepSpeed loads from torch.optim"},
 };
 
 const Named kSchedulers[] = {
-    {"lrrangetest", "the learning-rate range test"},
-    {"onecycle", "the 1-cycle schedule"},
+    {"LRRangeTest", "the learning-rate range test"},
+    {"OneCycle", "the 1-cycle schedule"},
 };
 
 std::string lower(std::string_view s) {
@@ -357,7 +366,7 @@ std::string lower(std::string_view s) {
 std::string_view find_named(std::span<const Named> list, std::string_view name) {
   const std::string l = lower(name);
   for (const auto& n : list)
-    if (n.name == l) return n.what;
+    if (lower(n.name) == l) return n.what;
   return {};
 }
 
@@ -387,7 +396,8 @@ void rename(json& doc, const std::vector<std::string>& section, const std::strin
   }
   (*cur)[to] = (*cur)[from];
   cur->erase(from);
-  notes.push_back(fmt::format("read {0}{1} as {0}{2} (DeepSpeed's old name of it)", prefix, from, to));
+  notes.push_back(
+      fmt::format("read {0}{1} as {0}{2} (DeepSpeed's old name of it)", prefix, from, to));
 }
 
 // DeepSpeed's deprecated ZeRO switch `key` (true = offload `target` to the CPU).
@@ -419,7 +429,61 @@ void offload_switch(json& zero, const std::string& key, const std::string& targe
       target));
 }
 
+// The values a predicate accepts, in words.
+std::string_view noop_values(const DeepSpeedKey& k) {
+  using P = bool (*)(const json&, const json&);
+  const std::pair<P, std::string_view> words[] = {
+      {any_value, "any value"},
+      {is_false, "`false`"},
+      {is_true, "`true`"},
+      {is_null, "`null`"},
+      {is_zero, "`0`"},
+      {is_one, "`1`"},
+      {is_minus_one, "`-1`"},
+      {is_huge, "no cap (>= 2^63)"},
+      {off, "no `\"enabled\": true` inside"},
+      {nothing_on, "every value inside `false` or `null`"},
+      {checkpointing_moot,
+       "no `cpu_checkpointing`, and `partition_activations` only with "
+       "`strata.tensor_parallel_size` 1"},
+      {never, "-"},
+  };
+  for (const auto& [p, w] : words)
+    if (p == k.noop) return w;
+  return "(each key inside on its own)";
+}
+
+std::string otherwise(const DeepSpeedKey& k) {
+  if (k.what.empty()) return "- (" + std::string(k.why) + ")";
+  return fmt::format("{}; {}", k.what, k.fix);
+}
+
 }  // namespace
+
+std::vector<DeepSpeedKeyRow> deepspeed_key_rows() {
+  std::vector<DeepSpeedKeyRow> rows;
+  for (const auto& k : kKeys) {
+    if (!k.noop) continue;  // a section judged key by key: its keys have rows
+    rows.push_back({std::string(k.path), std::string(noop_values(k)), otherwise(k)});
+  }
+  for (const auto& p : kOptimizerParams) {
+    std::string types;
+    for (const auto& [takes, name] :
+         {std::pair{p.adam, "Adam"}, std::pair{p.adamw, "AdamW"}, std::pair{p.sgd, "SGD"}})
+      if (takes) types += (types.empty() ? "" : ", ") + std::string(name);
+    rows.push_back({fmt::format("{} ({})", p.key.path, types), std::string(noop_values(p.key)),
+                    otherwise(p.key)});
+  }
+  for (const auto& k : kSchedulerParams)
+    rows.push_back({std::string(k.path), std::string(noop_values(k)), otherwise(k)});
+  for (const auto& o : kOptimizers)
+    rows.push_back(
+        {fmt::format("optimizer.type \"{}\" (any letter case)", o.name), "-", std::string(o.what)});
+  for (const auto& o : kSchedulers)
+    rows.push_back(
+        {fmt::format("scheduler.type \"{}\" (any letter case)", o.name), "-", std::string(o.what)});
+  return rows;
+}
 
 const DeepSpeedKey* find_deepspeed_key(std::string_view path) {
   for (const auto& k : kKeys)
@@ -471,6 +535,11 @@ std::string_view deepspeed_scheduler(std::string_view type) {
   return find_named(kSchedulers, type);
 }
 
+std::string not_implemented(std::string_view shown, std::string_view what, std::string_view fix) {
+  return fmt::format("{} asks for {}, a DeepSpeed feature Strata does not implement; {}", shown,
+                     what, fix);
+}
+
 std::string value_text(const json& v) {
   if (v.is_object()) return "{...}";
   std::string s = v.dump();
@@ -502,9 +571,7 @@ void judge_deepspeed_key(const DeepSpeedKey& k, const json& value, const json& d
     notes.push_back(fmt::format("ignored: {}: {}", shown, k.why));
     return;
   }
-  problems.add(ProblemKind::not_implemented, path,
-               fmt::format("{}: a DeepSpeed feature Strata does not implement ({}); {}", shown,
-                           k.what, k.fix));
+  problems.add(ProblemKind::not_implemented, path, not_implemented(shown, k.what, k.fix));
 }
 
 void apply_aliases(json& doc, Problems& problems, std::vector<std::string>& notes) {

@@ -30,6 +30,14 @@ struct DeepSpeedKey {
   bool nullable = false;  // null is a valid value
 };
 
+// One line per DeepSpeed key Strata does not have, for `strata config keys --deepspeed` and
+// docs/config.md: the key (with the optimizer types it belongs to), the values accepted as a
+// no-op ("-" for none), and what it asks for otherwise.
+struct DeepSpeedKeyRow {
+  std::string key, noop_values, otherwise;
+};
+std::vector<DeepSpeedKeyRow> deepspeed_key_rows();
+
 // The entry for a dotted path outside optimizer.params and scheduler.params, or nullptr.
 const DeepSpeedKey* find_deepspeed_key(std::string_view path);
 
@@ -61,6 +69,10 @@ void judge_deepspeed_key(const DeepSpeedKey& k, const nlohmann::json& value,
 // zero_optimization.cpu_offload → offload_optimizer.device "cpu", aio.intra_op_parallelism →
 // aio.thread_count, ...), noting each; old and new name both given is a mistake.
 void apply_aliases(nlohmann::json& doc, Problems& problems, std::vector<std::string>& notes);
+
+// The problem line for a DeepSpeed feature Strata does not implement: "<shown> asks for <what>, a
+// DeepSpeed feature Strata does not implement; <fix>".
+std::string not_implemented(std::string_view shown, std::string_view what, std::string_view fix);
 
 // "true", "\"cpu\"", "{...}" (sections), "[0.9,0.999]": a value as messages show it.
 std::string value_text(const nlohmann::json& v);

@@ -1,9 +1,9 @@
 // check_config: DeepSpeed aliases and "auto" values, schema check, typed reads with range checks,
 // cross-field rules; every problem collected.
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <limits>
-#include <functional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -241,10 +241,10 @@ bool foreign_type(const Reader& r, std::string_view section, std::string_view wh
   if (what.empty()) return false;
   const std::string path = fmt::format("{}.type", section);
   r.problems().add(ProblemKind::not_implemented, path,
-                   fmt::format("{}={}: a DeepSpeed feature Strata does not implement ({}); "
-                               "Strata's {} are {}",
-                               path, r.at(path)->dump(), what,
-                               section == "optimizer" ? "optimizers" : "schedules", strata_types));
+                   not_implemented(fmt::format("{}={}", path, r.at(path)->dump()), what,
+                                   fmt::format("Strata's {} are {}",
+                                               section == "optimizer" ? "optimizers" : "schedules",
+                                               strata_types)));
   return true;
 }
 
@@ -287,9 +287,10 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
     r.get("optimizer.params.adam_w_mode", o.adam_w_mode);
     if (!o.adam_w_mode) {
       problems.add(ProblemKind::not_implemented, "optimizer.params.adam_w_mode",
-                   "optimizer.params.adam_w_mode=false: a DeepSpeed feature Strata does not "
-                   "implement (Adam with weight decay added to the gradient, L2-style); remove "
-                   "the key or set it to true (decoupled weight decay, DeepSpeed's default)");
+                   not_implemented("optimizer.params.adam_w_mode=false",
+                                   "Adam with weight decay added to the gradient (L2)",
+                                   "remove the key or set it to true: decoupled weight decay, "
+                                   "DeepSpeed's default"));
       o.adam_w_mode = true;
     }
   }
@@ -368,10 +369,11 @@ void read_zero(const Reader& r, Zero& z, std::vector<std::string>& notes) {
     } else if (z.stage == 0) {
       r.problems().add(
           ProblemKind::not_implemented, "zero_optimization.reduce_bucket_size",
-          "zero_optimization.reduce_bucket_size=0: a DeepSpeed feature Strata does not implement "
-          "(DeepSpeed then reduces each parameter's gradient in a call of its own; Strata's stage "
-          "0 all-reduces a unit's gradients in buckets of at most this many elements); give a "
-          "positive count, e.g. 500000000 (DeepSpeed's default)");
+          not_implemented("zero_optimization.reduce_bucket_size=0",
+                          "each parameter's gradient reduced in a call of its own",
+                          "Strata's stage 0 all-reduces a unit's gradients in buckets of at most "
+                          "this many elements: give a positive count, e.g. 500000000 (DeepSpeed's "
+                          "default)"));
     }
   }
   r.get("zero_optimization.allgather_partitions", z.allgather_partitions);
@@ -394,19 +396,19 @@ void read_zero(const Reader& r, Zero& z, std::vector<std::string>& notes) {
         "zero_optimization.stage3_param_persistence_threshold"}) {
     if (!r.has(key)) continue;
     if (const std::string why = unused_at_stage(key, z.stage); !why.empty())
-      notes.push_back(fmt::format("ignored: {}={} at stage {}: {}", key,
-                                  value_text(*r.at(key)), z.stage, why));
+      notes.push_back(
+          fmt::format("ignored: {}={} at stage {}: {}", key, value_text(*r.at(key)), z.stage, why));
   }
   if (!z.reduce_scatter && z.stage >= 1)
     r.problems().add(ProblemKind::not_implemented, "zero_optimization.reduce_scatter",
-                     "zero_optimization.reduce_scatter=false: a DeepSpeed feature Strata does not "
-                     "implement (averaging gradients with all-reduce at stages 1-3); remove the "
-                     "key or set it to true");
+                     not_implemented("zero_optimization.reduce_scatter=false",
+                                     "gradients averaged with all-reduce at stages 1-3",
+                                     "remove the key or set it to true"));
   if (!z.allgather_partitions && (z.stage == 1 || z.stage == 2))
     r.problems().add(ProblemKind::not_implemented, "zero_optimization.allgather_partitions",
-                     "zero_optimization.allgather_partitions=false: a DeepSpeed feature Strata "
-                     "does not implement (gathering updated parameters with a series of "
-                     "broadcasts); remove the key or set it to true");
+                     not_implemented("zero_optimization.allgather_partitions=false",
+                                     "updated parameters gathered with a series of broadcasts",
+                                     "remove the key or set it to true"));
   z.reduce_scatter = true;
   z.allgather_partitions = true;
 }

@@ -19,7 +19,8 @@ void Problems::add(ProblemKind kind, std::string key, std::string text, std::str
 namespace {
 // a is b, or a key inside b.
 bool within(std::string_view a, std::string_view b) {
-  return b.empty() || a == b || (a.size() > b.size() && a.substr(0, b.size()) == b && a[b.size()] == '.');
+  return b.empty() || a == b ||
+         (a.size() > b.size() && a.substr(0, b.size()) == b && a[b.size()] == '.');
 }
 }  // namespace
 

@@ -115,15 +115,20 @@ constexpr KeySpec kSchema[] = {
     {"zero_optimization.offload_optimizer.buffer_count", K::integer, "4",
      "NVMe: buffers for overlapping reads and writes of optimizer state."},
     {"zero_optimization.offload_param", K::object, "{}",
-     "Keep each rank's owned parameter slices on the host or NVMe between uses (the device holds only the units being gathered). Stage 3 only."},
+     "Keep each rank's owned parameter slices on the host or NVMe between uses (the device holds "
+     "only the units being gathered). Stage 3 only."},
     {"zero_optimization.offload_param.device", K::string, "\"none\"",
-     "\"none\" (slices on the device), \"cpu\" (host memory) or \"nvme\" (a swap file per rank under nvme_path). Needs stage 3."},
+     "\"none\" (slices on the device), \"cpu\" (host memory) or \"nvme\" (a swap file per rank "
+     "under nvme_path). Needs stage 3."},
     {"zero_optimization.offload_param.nvme_path", K::string, "null",
-     "Directory for the parameter swap files when device is \"nvme\" (created if missing; not inside strata.checkpoint.dir; may be the optimizer's).", true},
+     "Directory for the parameter swap files when device is \"nvme\" (created if missing; not "
+     "inside strata.checkpoint.dir; may be the optimizer's).",
+     true},
     {"zero_optimization.offload_param.pin_memory", K::boolean, "false",
      "Use page-locked host buffers (with CUDA)."},
     {"zero_optimization.offload_param.buffer_count", K::integer, "5",
-     "NVMe: host buffers, each the size of the largest unit's slice (the one in use and the next ones read ahead); at least 2."},
+     "NVMe: host buffers, each the size of the largest unit's slice (the one in use and the next "
+     "ones read ahead); at least 2."},
     {"zero_optimization.offload_param.buffer_size", K::integer, "100000000",
      "Accepted only at its default (buffers are sized to the largest unit's slice)."},
     {"zero_optimization.offload_param.max_in_cpu", K::integer, "1000000000",
@@ -369,10 +374,10 @@ std::string unknown_key_message(std::string_view path) {
       elsewhere = fmt::format(" ('{}' is a key of {})", leaf, parent_of(k.path));
   if (siblings.empty())
     return fmt::format("unknown key '{}': {} takes no keys{}", path, parent, elsewhere);
-  return fmt::format("unknown key '{}'; valid keys {}: {}{}", path,
-                     parent.empty() ? std::string("at the top level")
-                                    : fmt::format("in {}", parent),
-                     fmt::join(siblings, ", "), elsewhere);
+  return fmt::format(
+      "unknown key '{}'; valid keys {}: {}{}", path,
+      parent.empty() ? std::string("at the top level") : fmt::format("in {}", parent),
+      fmt::join(siblings, ", "), elsewhere);
 }
 
 void unknown_key(std::string_view path) {

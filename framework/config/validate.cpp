@@ -54,8 +54,8 @@ void check_rules(const Config& c, Problems& p) {
               c.fp16.min_loss_scale, c.fp16.initial_scale_power,
               std::ldexp(1.0, static_cast<int>(c.fp16.initial_scale_power)));
 
-  if (c.optimizer.type == OptimizerType::sgd && c.optimizer.nesterov &&
-      c.optimizer.momentum <= 0 && ok(p, {"optimizer"}))
+  if (c.optimizer.type == OptimizerType::sgd && c.optimizer.nesterov && c.optimizer.momentum <= 0 &&
+      ok(p, {"optimizer"}))
     p.mistake("optimizer.params.nesterov",
               "optimizer.params.nesterov is true but optimizer.params.momentum is {}; Nesterov "
               "momentum needs momentum > 0",
@@ -116,8 +116,9 @@ void check_rules(const Config& c, Problems& p) {
               "pipeline stage needs at least one block",
               st.pipeline_parallel_size, m.n_layer);
   if (st.sample.top_k > m.vocab_size && ok(p, {"strata.sample.top_k", "strata.model.vocab_size"}))
-    p.mistake("strata.sample.top_k", "strata.sample.top_k {} is more than strata.model.vocab_size {}",
-              st.sample.top_k, m.vocab_size);
+    p.mistake("strata.sample.top_k",
+              "strata.sample.top_k {} is more than strata.model.vocab_size {}", st.sample.top_k,
+              m.vocab_size);
 
   const auto positive = [&](const std::optional<std::uint64_t>& v, std::string_view key) {
     if (v && *v == 0 && ok(p, {key}))
@@ -145,8 +146,7 @@ void check_rules(const Config& c, Problems& p) {
 }
 
 void check_batch_given(const Config& c, Problems& p, bool auto_given) {
-  if (!ok(p, {"train_batch_size", "train_micro_batch_size_per_gpu",
-              "gradient_accumulation_steps"}))
+  if (!ok(p, {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}))
     return;
   const std::int64_t t = c.train_batch_size, m = c.train_micro_batch_size_per_gpu,
                      g = c.gradient_accumulation_steps;
@@ -199,8 +199,7 @@ std::string unused_at_stage(std::string_view key, int stage) {
 void resolve_batch(Config& c, std::int64_t dp) {
   if (dp < 1) user_fail("config", "the data-parallel size is {}; it must be at least 1", dp);
   if (c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 && c.micro_batch_auto) {
-    if (const auto planned = plan_micro_batch(c, dp))
-      c.train_micro_batch_size_per_gpu = *planned;
+    if (const auto planned = plan_micro_batch(c, dp)) c.train_micro_batch_size_per_gpu = *planned;
   }
   Problems given;
   check_batch_given(c, given, c.micro_batch_auto);

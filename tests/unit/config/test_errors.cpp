@@ -53,36 +53,38 @@ const BadConfig kBad[] = {
       "valid keys in strata.model: type, n_layer, n_head"}},
     {"DeepSpeedFeatureNotImplemented",
      "{" MICRO R"(, "activation_checkpointing": {"cpu_checkpointing": true}})",
-     {"activation_checkpointing: a DeepSpeed feature Strata does not implement (activation "
-      "checkpoints kept on the CPU",
+     {"activation_checkpointing asks for activation checkpoints kept on the CPU, or partitioned "
+      "over tensor-parallel ranks, a DeepSpeed feature Strata does not implement;",
       "Strata's switch is strata.activation_checkpointing"}},
     {"DeepSpeedValueNotImplemented",
      "{" MICRO R"(, "prescale_gradients": true})",
-     {"prescale_gradients=true: a DeepSpeed feature Strata does not implement (dividing "
-      "gradients by the data-parallel size before the all-reduce",
-      "remove the key or set it to false"}},
+     {"prescale_gradients=true asks for dividing gradients by the data-parallel size before the "
+      "all-reduce instead of after, a DeepSpeed feature Strata does not implement; remove the "
+      "key or set it to false"}},
     {"PartitionedCheckpointsWithTensorParallelism",
      "{" MICRO
      R"(, "activation_checkpointing": {"partition_activations": true}, "strata": {"tensor_parallel_size": 2}})",
-     {"activation_checkpointing: a DeepSpeed feature Strata does not implement"}},
+     {"activation_checkpointing asks for", "a DeepSpeed feature Strata does not implement"}},
     {"DeepSpeedKeyOfTheWrongType",
      "{" MICRO R"(, "zero_optimization": {"sub_group_size": "big"}})",
      {"zero_optimization.sub_group_size must be an integer, got \"big\" (a string)"}},
     {"ReduceBucketZeroAtStage0",
      "{" MICRO R"(, "zero_optimization": {"reduce_bucket_size": 0}})",
-     {"zero_optimization.reduce_bucket_size=0: a DeepSpeed feature Strata does not implement",
+     {"zero_optimization.reduce_bucket_size=0 asks for each parameter's gradient reduced in a "
+      "call of its own, a DeepSpeed feature Strata does not implement;",
       "e.g. 500000000"}},
     {"ReduceScatterFalse",
      "{" MICRO R"(, "zero_optimization": {"stage": 2, "reduce_scatter": false}})",
-     {"zero_optimization.reduce_scatter=false: a DeepSpeed feature Strata does not implement"}},
+     {"zero_optimization.reduce_scatter=false asks for gradients averaged with all-reduce at "
+      "stages 1-3, a DeepSpeed feature Strata does not implement"}},
     {"AllgatherPartitionsFalse",
      "{" MICRO R"(, "zero_optimization": {"stage": 1, "allgather_partitions": false}})",
-     {"zero_optimization.allgather_partitions=false: a DeepSpeed feature Strata does not "
-      "implement"}},
+     {"zero_optimization.allgather_partitions=false asks for updated parameters gathered with a "
+      "series of broadcasts, a DeepSpeed feature Strata does not implement"}},
     {"BiasCorrectionOff",
      "{" MICRO R"(, "optimizer": {"type": "Adam", "params": {"bias_correction": false}}})",
-     {"optimizer.params.bias_correction=false: a DeepSpeed feature Strata does not implement "
-      "(Adam without bias correction)"}},
+     {"optimizer.params.bias_correction=false asks for Adam without bias correction, a DeepSpeed "
+      "feature Strata does not implement"}},
     {"MaxGradNormInOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "AdamW", "params": {"max_grad_norm": 1.0}}})",
      {"unknown key 'optimizer.params.max_grad_norm'", "set gradient_clipping"}},
@@ -91,8 +93,8 @@ const BadConfig kBad[] = {
      {"unknown key 'optimizer.params.torch_adm'; did you mean 'optimizer.params.torch_adam'?"}},
     {"OneCycleSchedule",
      "{" MICRO R"(, "scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0}}})",
-     {"scheduler.type=\"OneCycle\": a DeepSpeed feature Strata does not implement (the 1-cycle "
-      "schedule)"}},
+     {"scheduler.type=\"OneCycle\" asks for the 1-cycle schedule, a DeepSpeed feature Strata does "
+      "not implement; Strata's schedules are"}},
     {"OldAndNewNameBoth",
      "{" MICRO R"(, "bf16": {"enabled": true}, "bfloat16": {"enabled": true}})",
      {"bfloat16 and bf16 are both given; keep bf16"}},
@@ -167,8 +169,8 @@ const BadConfig kBad[] = {
      {"strata.pipeline_parallel_size 4 is more than strata.model.n_layer 2"}},
     {"UnsupportedOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3}}})",
-     {"optimizer.type=\"Lamb\": a DeepSpeed feature Strata does not implement (the LAMB "
-      "optimizer); Strata's optimizers are \"Adam\", \"AdamW\" and \"SGD\""}},
+     {"optimizer.type=\"Lamb\" asks for the LAMB optimizer, a DeepSpeed feature Strata does not "
+      "implement; Strata's optimizers are \"Adam\", \"AdamW\" and \"SGD\""}},
     {"UnknownOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Sophia"}})",
      {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"SGD\""}},
@@ -187,8 +189,8 @@ const BadConfig kBad[] = {
      {"optimizer.params.betas is [0.9,1.0]; allowed: two numbers, each in [0, 1)"}},
     {"CoupledAdam",
      "{" MICRO R"(, "optimizer": {"type": "Adam", "params": {"adam_w_mode": false}}})",
-     {"optimizer.params.adam_w_mode=false: a DeepSpeed feature Strata does not implement (Adam "
-      "with weight decay added to the gradient"}},
+     {"optimizer.params.adam_w_mode=false asks for Adam with weight decay added to the gradient "
+      "(L2), a DeepSpeed feature Strata does not implement"}},
     {"NesterovWithoutMomentum",
      "{" MICRO R"(, "optimizer": {"type": "sgd", "params": {"nesterov": true}}})",
      {"optimizer.params.nesterov is true but optimizer.params.momentum is 0"}},
