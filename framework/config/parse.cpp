@@ -235,31 +235,38 @@ const DeepSpeedKey* no_params(std::string_view) {
   return nullptr;
 }
 
-// Not-implemented optimizer or schedule: one problem; its parameters are not looked at.
-bool foreign_type(const Reader& r, std::string_view section, std::string_view what,
-                  std::string_view strata_types) {
-  if (what.empty()) return false;
+// section.type: one of Strata's types (true), or a problem and false: a DeepSpeed type Strata
+// does not implement (deepspeed_type names it) or a mistake. Then the type's parameters mean
+// nothing to Strata and are not looked at.
+template <typename E>
+bool read_type(const Reader& r, std::string_view section, E& out, Options<E> options,
+               std::string_view (*deepspeed_type)(std::string_view)) {
   const std::string path = fmt::format("{}.type", section);
-  r.problems().add(ProblemKind::not_implemented, path,
-                   not_implemented(fmt::format("{}={}", path, r.at(path)->dump()), what,
-                                   fmt::format("Strata's {} are {}",
-                                               section == "optimizer" ? "optimizers" : "schedules",
-                                               strata_types)));
-  return true;
+  if (r.has(path)) {
+    const std::string given = r.at(path)->get<std::string>();
+    if (const std::string_view what = deepspeed_type(given); !what.empty()) {
+      std::string names;
+      for (const auto& [name, value] : options)
+        names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", name);
+      r.problems().add(ProblemKind::not_implemented, path,
+                       not_implemented(fmt::format("{}={}", path, r.at(path)->dump()), what,
+                                       fmt::format("Strata's {} types are {}", section, names)));
+      return false;
+    }
+  }
+  const std::size_t before = r.problems().size();
+  r.choice<E>(path, out, options);
+  return r.problems().size() == before;
 }
 
 void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& notes) {
   Problems& problems = r.problems();
-  if (r.has("optimizer.type") &&
-      foreign_type(r, "optimizer", deepspeed_optimizer(r.at("optimizer.type")->get<std::string>()),
-                   "\"Adam\", \"AdamW\" and \"SGD\""))
+  if (!read_type<OptimizerType>(r, "optimizer", o.type,
+                                {{"Adam", OptimizerType::adam},
+                                 {"AdamW", OptimizerType::adamw},
+                                 {"SGD", OptimizerType::sgd}},
+                                deepspeed_optimizer))
     return;
-  const std::size_t before = problems.size();
-  r.choice<OptimizerType>("optimizer.type", o.type,
-                          {{"Adam", OptimizerType::adam},
-                           {"AdamW", OptimizerType::adamw},
-                           {"SGD", OptimizerType::sgd}});
-  if (problems.size() != before) return;  // unknown type: its parameters mean nothing yet
   const std::string_view name = to_string(o.type);
   const auto beyond = [&](std::string_view k) { return find_optimizer_param(o.type, k); };
   const auto beyond_names = optimizer_params_beyond(o.type);
@@ -299,17 +306,12 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
 }
 
 void read_scheduler(const Reader& r, Scheduler& s, std::vector<std::string>& notes) {
-  Problems& problems = r.problems();
-  if (r.has("scheduler.type") &&
-      foreign_type(r, "scheduler", deepspeed_scheduler(r.at("scheduler.type")->get<std::string>()),
-                   "\"WarmupLR\", \"WarmupDecayLR\" and \"WarmupCosineLR\""))
+  if (!read_type<SchedulerType>(r, "scheduler", s.type,
+                                {{"WarmupLR", SchedulerType::warmup_lr},
+                                 {"WarmupDecayLR", SchedulerType::warmup_decay_lr},
+                                 {"WarmupCosineLR", SchedulerType::warmup_cosine_lr}},
+                                deepspeed_scheduler))
     return;
-  const std::size_t before = problems.size();
-  r.choice<SchedulerType>("scheduler.type", s.type,
-                          {{"WarmupLR", SchedulerType::warmup_lr},
-                           {"WarmupDecayLR", SchedulerType::warmup_decay_lr},
-                           {"WarmupCosineLR", SchedulerType::warmup_cosine_lr}});
-  if (problems.size() != before) return;
   const std::string_view name = to_string(s.type);
   const std::vector<std::string> beyond_names{"last_batch_iteration"};
   const auto beyond = s.type == SchedulerType::none ? std::function(no_params)

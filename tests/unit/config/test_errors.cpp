@@ -94,7 +94,8 @@ const BadConfig kBad[] = {
     {"OneCycleSchedule",
      "{" MICRO R"(, "scheduler": {"type": "OneCycle", "params": {"cycle_min_lr": 0}}})",
      {"scheduler.type=\"OneCycle\" asks for the 1-cycle schedule, a DeepSpeed feature Strata does "
-      "not implement; Strata's schedules are"}},
+      "not implement; Strata's scheduler types are \"WarmupLR\", \"WarmupDecayLR\", "
+      "\"WarmupCosineLR\""}},
     {"OldAndNewNameBoth",
      "{" MICRO R"(, "bf16": {"enabled": true}, "bfloat16": {"enabled": true}})",
      {"bfloat16 and bf16 are both given; keep bf16"}},
@@ -170,7 +171,7 @@ const BadConfig kBad[] = {
     {"UnsupportedOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3}}})",
      {"optimizer.type=\"Lamb\" asks for the LAMB optimizer, a DeepSpeed feature Strata does not "
-      "implement; Strata's optimizers are \"Adam\", \"AdamW\" and \"SGD\""}},
+      "implement; Strata's optimizer types are \"Adam\", \"AdamW\", \"SGD\""}},
     {"UnknownOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Sophia"}})",
      {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"SGD\""}},
