@@ -1,7 +1,7 @@
 #include "framework/config/deepspeed_keys.hpp"
 
 #include <cctype>
-#include <cmath>
+#include <span>
 
 #include "framework/config/config.hpp"
 
