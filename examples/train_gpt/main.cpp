@@ -209,14 +209,14 @@ int run(const Args& a) {
     if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp,
                                    engine.eval_context());
     const bool print = step == start + 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
+    if (print || metrics.is_open())  // tokens since the last report (one step with metrics)
+      r.tokens_per_s = static_cast<double>(tokens_since) /
+                       std::max(1e-9, std::chrono::duration<double>(now - last).count());
     if (print && lead) {
-      r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
       std::printf("%s\n", examples::progress_line(r).c_str());
       std::fflush(stdout);
     }
     if (metrics.is_open()) {
-      if (!print) r.tokens_per_s = static_cast<double>(accum) * micro * T * grid.dp_size() /
-                                   std::max(1e-9, std::chrono::duration<double>(now - last).count());
       metrics << examples::metrics_json(r, ledger.snapshot()) << "\n";
       metrics.flush();
     }
