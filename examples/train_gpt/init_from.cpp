@@ -7,6 +7,7 @@
 
 #include "framework/checkpoint/catalog.hpp"
 #include "framework/checkpoint/consolidated.hpp"
+#include "framework/checkpoint/durable_fs.hpp"
 #include "framework/checkpoint/hf_gpt2.hpp"
 #include "framework/checkpoint/manifest.hpp"
 #include "framework/core/error.hpp"
@@ -52,6 +53,26 @@ std::string weights_dir(const std::string& source, const std::string& scratch,
   return step_dir;
 }
 
+// The Hugging Face config a source carries (config.json beside a safetensors model, or what an
+// imported checkpoint kept), so that the run's checkpoints export with it; null when none.
+ck::json hf_config_of(const std::string& source) {
+  std::error_code ec;
+  try {
+    if (ck::is_hf_gpt2_path(source)) {
+      const fs::path dir = fs::is_directory(source, ec) ? fs::path(source) : fs::path(source).parent_path();
+      const fs::path cfg = dir / ck::kHfConfigFile;
+      return fs::exists(cfg, ec) ? ck::json::parse(ck::read_text_file(cfg.string())) : ck::json();
+    }
+    if (fs::is_directory(source, ec)) {
+      const ck::json& extra = ck::read_manifest(ck::resolve_checkpoint_dir(source)).state.extra;
+      if (extra.contains("hf_config")) return extra["hf_config"];
+    }
+  } catch (const std::exception&) {
+    // Unreadable here: the load reports the problem with the source itself.
+  }
+  return ck::json();
+}
+
 }  // namespace
 
 void check_start_options(const config::Config& cfg, const StartOptions& o) {
@@ -79,7 +100,9 @@ std::int64_t start_training(const config::Config& cfg, const parallel::Group& wo
   std::string source;
   if (!o.init_from.empty()) {
     source = absolute(o.init_from);
-    checkpoints.set_extra({{"init_from", source}});
+    ck::json extra = {{"init_from", source}};
+    if (ck::json hf = hf_config_of(source); hf.is_object()) extra["hf_config"] = std::move(hf);
+    checkpoints.set_extra(std::move(extra));
   }
   std::int64_t start = checkpoints.resume();
   const bool resumed = checkpoints.last_saved().has_value();

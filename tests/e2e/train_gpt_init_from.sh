@@ -76,6 +76,9 @@ same_weights "$work/a/ck/step_00000000" || die "step-0 weights are not the fixtu
   die "step 0 does not start with a fresh optimizer and sampler"
 "$strata" ckpt inspect "$work/a/ck" | grep -q "optimizer adamw (2 updates)" ||
   die "step 2 does not have exactly 2 updates"
+# The fine-tuned checkpoint exports with the source's Hugging Face config.
+"$strata" ckpt export "$work/a/ck" --output "$work/a_hf" >/dev/null || die "export of the fine-tuned run failed"
+grep -q '"bos_token_id": 50256' "$work/a_hf/config.json" || die "the export lost the source's config.json"
 # The console before step 1 is a short summary; the resolved config is in the log folder.
 before=$(sed -n '/^\(\[0\] \)\?step 1\//q;p' "$work/a/log" | wc -l)
 ((before <= 15)) || die "$before lines before step 1 (want at most 15)"
