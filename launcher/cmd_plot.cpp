@@ -57,7 +57,8 @@ double number(const json& j, const char* key, const std::string& file, std::size
     if (required) bad_line(file, line, fmt::format("no \"{}\": not a train_gpt metrics line", key));
     return NAN;
   }
-  if (!it->is_number()) bad_line(file, line, fmt::format("\"{}\" is {}, not a number", key, it->dump()));
+  if (!it->is_number())
+    bad_line(file, line, fmt::format("\"{}\" is {}, not a number", key, it->dump()));
   return it->get<double>();
 }
 
@@ -106,7 +107,8 @@ void read_metrics(const std::string& file, Series& out) {
     ++lines;
   }
   if (in.bad()) user_fail("plot", "reading '{}' failed", file);
-  if (lines == 0) user_fail("plot", "{}: no metrics lines (write them with train_gpt --metrics FILE)", file);
+  if (lines == 0)
+    user_fail("plot", "{}: no metrics lines (write them with train_gpt --metrics FILE)", file);
 }
 
 // 'text' for a gnuplot string: single quotes, a quote doubled.
@@ -116,7 +118,9 @@ std::string gp_string(const std::string& s) {
   return out + "'";
 }
 
-std::string value(double v) { return std::isnan(v) ? "?" : fmt::format("{:.9g}", v); }
+std::string value(double v) {
+  return std::isnan(v) ? "?" : fmt::format("{:.9g}", v);
+}
 
 struct TempDir {
   std::string path;
@@ -145,8 +149,10 @@ int run_gnuplot(const std::string& gnuplot, const std::string& script, const std
   const int rc = posix_spawnp(&pid, gnuplot.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc == ENOENT)
-    user_fail("plot", "'{}' was not found on PATH: install gnuplot (Debian: apt-get install "
-              "gnuplot-nox; scripts/setup does)", gnuplot);
+    user_fail("plot",
+              "'{}' was not found on PATH: install gnuplot (Debian: apt-get install "
+              "gnuplot-nox; scripts/setup does)",
+              gnuplot);
   if (rc != 0) user_fail("plot", "cannot start '{}': {}", gnuplot, std::strerror(rc));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -198,20 +204,24 @@ void plot(const PlotArgs& a) {
   const std::string lead_dat = gp_string(tmp / fmt::format("r{}.dat", lead));
   std::string title = a.title;
   if (title.empty()) {
-    for (const auto& f : a.inputs) title += (title.empty() ? "" : ", ") + fs::path(f).filename().string();
-    title += fmt::format(" ({} steps{})", s.at(lead).size(),
-                         several ? fmt::format(", ranks {}-{}", s.begin()->first, s.rbegin()->first) : "");
+    for (const auto& f : a.inputs)
+      title += (title.empty() ? "" : ", ") + fs::path(f).filename().string();
+    title += fmt::format(
+        " ({} steps{})", s.at(lead).size(),
+        several ? fmt::format(", ranks {}-{}", s.begin()->first, s.rbegin()->first) : "");
   }
   const std::string out_tmp = a.output + ".tmp";
   std::string g;
   g += fmt::format("set terminal {}\nset output {}\n", terminal, gp_string(out_tmp));
   g += "set datafile missing '?'\nset grid\nset key top right\nset xlabel 'step'\n";
-  g += "set style line 1 lw 2 lc rgb '#1f77b4'\nset style line 2 lw 2 pt 7 ps 0.8 lc rgb '#d62728'\n";
+  g += "set style line 1 lw 2 lc rgb '#1f77b4'\nset style line 2 lw 2 pt 7 ps 0.8 lc rgb "
+       "'#d62728'\n";
   g += fmt::format("set multiplot layout 2,2 title {}\n", gp_string(title));
   g += "set title 'loss'\nset ylabel 'cross-entropy'\n";
-  g += fmt::format("plot {0} using 1:2 with lines ls 1 title 'train', {0} using 1:5 with "
-                   "linespoints ls 2 title 'validation'\n",
-                   lead_dat);
+  g += fmt::format(
+      "plot {0} using 1:2 with lines ls 1 title 'train', {0} using 1:5 with "
+      "linespoints ls 2 title 'validation'\n",
+      lead_dat);
   g += "set title 'learning rate'\nset ylabel 'lr'\nset format y '%.1e'\n";
   g += fmt::format("plot {} using 1:3 with lines ls 1 title 'lr'\nset format y '%g'\n", lead_dat);
   g += "set title 'throughput'\nset ylabel 'tokens/s'\nplot ";
@@ -223,7 +233,8 @@ void plot(const PlotArgs& a) {
     sep = ", ";
   }
   // Memory: one colour per tier × category, one dash pattern per rank (titled once).
-  g += "\nset title 'memory: peak per step'\nset ylabel 'MiB'\nset key below horizontal font ',9'\n";
+  g +=
+      "\nset title 'memory: peak per step'\nset ylabel 'MiB'\nset key below horizontal font ',9'\n";
   if (mem_keys.empty()) {
     g += "set label 1 'no memory fields in the metrics' at graph 0.5,0.5 center\n"
          "plot [0:1] [0:1] NaN notitle\n";
@@ -236,7 +247,7 @@ void plot(const PlotArgs& a) {
       const bool first = rank == lead;
       int col = 2;
       for (const auto& k : mem_keys) {
-        const std::string t = first ? gp_string(k)
+        const std::string t = first      ? gp_string(k)
                               : col == 2 ? gp_string(fmt::format("rank {}: dashes", rank))
                                          : std::string("notitle");
         g += fmt::format("{}{} using 1:{} with lines lw 2 dt {} lc rgb '{}' {}", sep,
@@ -288,8 +299,12 @@ void add_plot_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--output,-o", a->output, "The picture: NAME.png or NAME.svg")->required();
   cmd->add_option("--title", a->title, "Title (default: the files' names and the step count)");
-  cmd->add_option("--width", a->width, "Width in pixels")->capture_default_str()->check(CLI::Range(300, 8000));
-  cmd->add_option("--height", a->height, "Height in pixels")->capture_default_str()->check(CLI::Range(200, 8000));
+  cmd->add_option("--width", a->width, "Width in pixels")
+      ->capture_default_str()
+      ->check(CLI::Range(300, 8000));
+  cmd->add_option("--height", a->height, "Height in pixels")
+      ->capture_default_str()
+      ->check(CLI::Range(200, 8000));
   cmd->add_option("--gnuplot", a->gnuplot, "The gnuplot program")->capture_default_str();
   cmd->callback([a] { plot(*a); });
 }

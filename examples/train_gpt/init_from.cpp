@@ -20,7 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace ck = strata::checkpoint;
 
-std::string absolute(const std::string& p) { return fs::absolute(p).lexically_normal().string(); }
+std::string absolute(const std::string& p) {
+  return fs::absolute(p).lexically_normal().string();
+}
 
 // A Hugging Face GPT-2 or an HDF5 file: converted into a step-0 checkpoint before loading.
 bool needs_conversion(const std::string& source) {
@@ -59,7 +61,8 @@ ck::json hf_config_of(const std::string& source) {
   std::error_code ec;
   try {
     if (ck::is_hf_gpt2_path(source)) {
-      const fs::path dir = fs::is_directory(source, ec) ? fs::path(source) : fs::path(source).parent_path();
+      const fs::path dir =
+          fs::is_directory(source, ec) ? fs::path(source) : fs::path(source).parent_path();
       const fs::path cfg = dir / ck::kHfConfigFile;
       return fs::exists(cfg, ec) ? ck::json::parse(ck::read_text_file(cfg.string())) : ck::json();
     }
@@ -89,7 +92,8 @@ void check_start_options(const config::Config& cfg, const StartOptions& o) {
       user_fail("train_gpt", "--init-from {}: no such file or directory", o.init_from);
   }
   if (o.save_initial && cfg.strata.checkpoint.dir.empty())
-    user_fail("train_gpt", "--save-initial saves through the checkpoint path: set "
+    user_fail("train_gpt",
+              "--save-initial saves through the checkpoint path: set "
               "--checkpoint-dir DIR (or strata.checkpoint.dir)");
 }
 
@@ -112,11 +116,12 @@ std::int64_t start_training(const config::Config& cfg, const parallel::Group& wo
                                      ? extra["init_from"].get<std::string>()
                                      : "";
     if (recorded != source)
-      user_fail("train_gpt",
-                "--init-from {}: {} already holds a run {}; resume it without --init-from, or "
-                "start the new run in another --checkpoint-dir",
-                source, cfg.strata.checkpoint.dir,
-                recorded.empty() ? "that was not started with --init-from" : "started from " + recorded);
+      user_fail(
+          "train_gpt",
+          "--init-from {}: {} already holds a run {}; resume it without --init-from, or "
+          "start the new run in another --checkpoint-dir",
+          source, cfg.strata.checkpoint.dir,
+          recorded.empty() ? "that was not started with --init-from" : "started from " + recorded);
     if (lead)
       std::printf("init-from: not used, this run resumes its own checkpoint (it started from %s)\n",
                   source.c_str());

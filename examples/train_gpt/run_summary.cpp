@@ -49,22 +49,26 @@ std::string run_summary(const SummaryInputs& in) {
   const DType pd = train::param_dtype(prec);
   const int stage = cfg.zero_optimization.stage;
   std::string s;
-  s += fmt::format("world      {} rank{} (dp {} x tp {} x pp {}) over {}, {} compute thread{} each\n",
-                   g.world().size(), g.world().size() == 1 ? "" : "s", g.dp_size(), g.tp_size(),
-                   g.pp_size(), g.world().transport(), in.threads, in.threads == 1 ? "" : "s");
-  s += fmt::format("model      GPT-2 {} layers, {} heads, d={}, T={}, vocab {}: {} parameters, {}\n",
-                   m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size,
-                   in.store.total_numel(), train::precision_name(prec));
+  s += fmt::format(
+      "world      {} rank{} (dp {} x tp {} x pp {}) over {}, {} compute thread{} each\n",
+      g.world().size(), g.world().size() == 1 ? "" : "s", g.dp_size(), g.tp_size(), g.pp_size(),
+      g.world().transport(), in.threads, in.threads == 1 ? "" : "s");
+  s +=
+      fmt::format("model      GPT-2 {} layers, {} heads, d={}, T={}, vocab {}: {} parameters, {}\n",
+                  m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, in.store.total_numel(),
+                  train::precision_name(prec));
   const std::int64_t T = m.block_size;
-  s += fmt::format("batch      {} micro x {} accumulation x {} dp = {} sequences ({} tokens) per "
-                   "step; {} steps\n",
-                   cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps, g.dp_size(),
-                   cfg.train_batch_size, cfg.train_batch_size * T, cfg.strata.train_steps);
-  std::string opt = fmt::format("optimizer  {} lr {:g}", config::to_string(cfg.optimizer.type),
-                                cfg.optimizer.lr);
+  s += fmt::format(
+      "batch      {} micro x {} accumulation x {} dp = {} sequences ({} tokens) per "
+      "step; {} steps\n",
+      cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps, g.dp_size(),
+      cfg.train_batch_size, cfg.train_batch_size * T, cfg.strata.train_steps);
+  std::string opt =
+      fmt::format("optimizer  {} lr {:g}", config::to_string(cfg.optimizer.type), cfg.optimizer.lr);
   if (cfg.scheduler.type != config::SchedulerType::none)
     opt += fmt::format(", {}", config::to_string(cfg.scheduler.type));
-  if (cfg.gradient_clipping > 0) opt += fmt::format(", gradient clipping {:g}", cfg.gradient_clipping);
+  if (cfg.gradient_clipping > 0)
+    opt += fmt::format(", gradient clipping {:g}", cfg.gradient_clipping);
   s += opt + "\n";
   s += fmt::format("zero       stage {}; offload: {}\n", stage, offload::describe(cfg));
   if (const auto& vs = in.store.options().value_store)
@@ -98,8 +102,9 @@ std::string run_summary(const SummaryInputs& in) {
     if (cap) caps += fmt::format("{}{} {}", caps.empty() ? "" : ", ", name, format_bytes(*cap));
   if (!caps.empty()) s += fmt::format("           caps: {}\n", caps);
   s += in.config_file.empty()
-           ? std::string("config     resolved config not saved (no log folder: pass --log-dir "
-                         "DIR, or see it with `strata config check`)\n")
+           ? std::string(
+                 "config     resolved config not saved (no log folder: pass --log-dir "
+                 "DIR, or see it with `strata config check`)\n")
            : fmt::format("config     resolved config: {}\n", in.config_file);
   return s;
 }

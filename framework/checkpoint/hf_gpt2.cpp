@@ -40,7 +40,9 @@ constexpr BlockParam kBlock[] = {
     {"mlp.c_proj.weight", true, 1, 4},  {"mlp.c_proj.bias", false, 1, 0},
 };
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // "h.12.attn.c_attn.weight" → (12, "attn.c_attn.weight").
 std::optional<std::pair<std::int64_t, std::string>> split_layer(std::string_view name) {
@@ -48,7 +50,8 @@ std::optional<std::pair<std::int64_t, std::string>> split_layer(std::string_view
   std::size_t i = 2;
   std::int64_t layer = 0;
   if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
-  if (name[i] == '0' && i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1])))
+  if (name[i] == '0' && i + 1 < name.size() &&
+      std::isdigit(static_cast<unsigned char>(name[i + 1])))
     return std::nullopt;  // no leading zeros
   for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) {
     if (layer > 1'000'000) return std::nullopt;
@@ -64,7 +67,9 @@ std::vector<std::int64_t> reversed(const Shape& s) {
   return d;
 }
 
-std::string dims_str(const std::vector<std::int64_t>& d) { return Shape(d).str(); }
+std::string dims_str(const std::vector<std::int64_t>& d) {
+  return Shape(d).str();
+}
 
 // dst[c, r] = src[r, c] for src [rows, cols].
 std::vector<float> transpose(const std::vector<float>& src, std::int64_t rows, std::int64_t cols) {
@@ -113,8 +118,10 @@ void check_hf_config(const nlohmann::json& c, const std::string& where, const Gp
     user_fail("checkpoint", "{}: tie_word_embeddings is false: Strata's GPT-2 ties lm_head to wte",
               where);
   if (flag("scale_attn_weights") == false)
-    user_fail("checkpoint", "{}: scale_attn_weights is false: Strata scales attention by "
-              "1/sqrt(head size)", where);
+    user_fail("checkpoint",
+              "{}: scale_attn_weights is false: Strata scales attention by "
+              "1/sqrt(head size)",
+              where);
   if (flag("scale_attn_by_inverse_layer_idx") == true)
     user_fail("checkpoint", "{}: scale_attn_by_inverse_layer_idx is not implemented by Strata",
               where);
@@ -123,7 +130,8 @@ void check_hf_config(const nlohmann::json& c, const std::string& where, const Gp
   auto dim = [&](const char* k, std::int64_t have, const char* from) {
     auto v = num(k);
     if (v && *v != static_cast<double>(have))
-      user_fail("checkpoint", "{}: {} is {} but the weights have {} = {}", where, k, *v, from, have);
+      user_fail("checkpoint", "{}: {} is {} but the weights have {} = {}", where, k, *v, from,
+                have);
   };
   dim("n_embd", s.n_embd, "n_embd (wte's columns)");
   dim("n_layer", s.n_layer, "n_layer (h.N blocks)");
@@ -214,7 +222,8 @@ Gpt2Shape gpt2_shape_of(const std::vector<Gpt2Param>& params) {
     if (it == have.end())
       diffs.push_back("missing " + e.name);
     else if (it->second != e.shape)
-      diffs.push_back(fmt::format("{} is {}, expected {}", e.name, it->second.str(), e.shape.str()));
+      diffs.push_back(
+          fmt::format("{} is {}, expected {}", e.name, it->second.str(), e.shape.str()));
   }
   for (const auto& p : params)
     if (!expected.count(p.name)) diffs.push_back("not a GPT-2 parameter: " + p.name);
@@ -222,7 +231,8 @@ Gpt2Shape gpt2_shape_of(const std::vector<Gpt2Param>& params) {
     std::string list;
     for (std::size_t i = 0; i < diffs.size() && i < 5; ++i) list += (i ? "; " : "") + diffs[i];
     user_fail("checkpoint", "the parameters are not GPT-2's (n_embd {}, {} layers): {}{}", s.n_embd,
-              s.n_layer, list, diffs.size() > 5 ? fmt::format("; and {} more", diffs.size() - 5) : "");
+              s.n_layer, list,
+              diffs.size() > 5 ? fmt::format("; and {} more", diffs.size() - 5) : "");
   }
   return s;
 }
@@ -241,8 +251,10 @@ HfGpt2Weights read_hf_gpt2(const std::string& path) {
     prefixed += starts_with(e.name, kPrefix);
   }
   if (prefixed != 0 && prefixed != trunk)
-    user_fail("checkpoint", "{}: {} of {} tensor names start with 'transformer.' and the rest do "
-              "not", f, prefixed, trunk);
+    user_fail("checkpoint",
+              "{}: {} of {} tensor names start with 'transformer.' and the rest do "
+              "not",
+              f, prefixed, trunk);
   const std::string pre = prefixed ? kPrefix : "";
   auto entry = [&](const std::string& hf) -> const SafetensorsEntry* { return r.find(pre + hf); };
 
@@ -283,8 +295,9 @@ HfGpt2Weights read_hf_gpt2(const std::string& path) {
   for (const Gpt2Param& p : gpt2_params(w.shape)) {
     const HfName hf = *hf_name_of(p.name);
     const SafetensorsEntry* e = entry(hf.name);
-    if (!e) user_fail("checkpoint", "{}: no tensor '{}{}' (n_layer {})", f, pre, hf.name,
-                      w.shape.n_layer);
+    if (!e)
+      user_fail("checkpoint", "{}: no tensor '{}{}' (n_layer {})", f, pre, hf.name,
+                w.shape.n_layer);
     const std::vector<std::int64_t> want = hf.transposed ? reversed(p.shape) : p.shape.dims();
     if (e->shape != want)
       user_fail("checkpoint", "{}: '{}' is {}, expected {} for n_embd {}{}", f, e->name,
@@ -310,8 +323,10 @@ HfGpt2Weights read_hf_gpt2(const std::string& path) {
         user_fail("checkpoint", "{}: lm_head.weight is {} but wte is {}", f, dims_str(e.shape),
                   dims_str(wte));
       if (r.read_f32(e) != w.params.front().values)
-        user_fail("checkpoint", "{}: lm_head.weight differs from wte.weight: Strata's GPT-2 ties "
-                  "them (an untied head is not supported)", f);
+        user_fail("checkpoint",
+                  "{}: lm_head.weight differs from wte.weight: Strata's GPT-2 ties "
+                  "them (an untied head is not supported)",
+                  f);
       w.skipped.push_back(e.name + " (tied to wte)");
       continue;
     }
@@ -347,8 +362,10 @@ HfExportResult export_hf_gpt2(const std::string& dir, const std::string& out_dir
       n_head = cfg["n_head"].get<std::int64_t>();
   }
   if (n_head <= 0)
-    user_fail("checkpoint", "{} does not say how many attention heads the model has: pass "
-              "--n-head N", res.step_dir);
+    user_fail("checkpoint",
+              "{} does not say how many attention heads the model has: pass "
+              "--n-head N",
+              res.step_dir);
   if (res.shape.n_embd % n_head != 0)
     user_fail("checkpoint", "n_head {} does not divide n_embd {}", n_head, res.shape.n_embd);
   res.shape.n_head = n_head;

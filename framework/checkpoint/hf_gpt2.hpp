@@ -27,7 +27,7 @@ struct Gpt2Shape {
 
 // Where a Strata (nanoGPT) parameter lives in HF's layout.
 struct HfName {
-  std::string name;        // without the "transformer." prefix HF's LM-head model adds
+  std::string name;         // without the "transformer." prefix HF's LM-head model adds
   bool transposed = false;  // a Conv1D weight: HF [in, out] = Strata [out, in] transposed
 };
 // nullopt for names that are not GPT-2 parameters.
@@ -48,11 +48,11 @@ struct NamedWeights {
 };
 
 struct HfGpt2Weights {
-  std::string file;                            // the safetensors file read
-  Gpt2Shape shape;                             // n_head from config.json (0 without one)
-  nlohmann::json hf_config;                    // config.json beside the file, or null
-  std::vector<NamedWeights> params;            // every gpt2_params(shape) entry, in order
-  std::vector<std::string> skipped;            // buffers left out, with why
+  std::string file;                  // the safetensors file read
+  Gpt2Shape shape;                   // n_head from config.json (0 without one)
+  nlohmann::json hf_config;          // config.json beside the file, or null
+  std::vector<NamedWeights> params;  // every gpt2_params(shape) entry, in order
+  std::vector<std::string> skipped;  // buffers left out, with why
 };
 
 // `path` is a .safetensors file or a directory holding model.safetensors (config.json is read

@@ -108,9 +108,10 @@ SafetensorsEntry parse_entry(const std::string& path, const std::string& name,
   if (e.end < e.begin)
     bad(path, fmt::format("{} has data_offsets [{}, {}]: end before begin", where, e.begin, e.end));
   if (overflow || (numel != 0 && numel * info->size != e.end - e.begin))
-    bad(path, fmt::format("{} is {} {} ({} bytes) but data_offsets [{}, {}] hold {} bytes", where,
-                          e.dtype, sh->dump(), overflow ? "too many" : std::to_string(numel * info->size),
-                          e.begin, e.end, e.end - e.begin));
+    bad(path,
+        fmt::format("{} is {} {} ({} bytes) but data_offsets [{}, {}] hold {} bytes", where,
+                    e.dtype, sh->dump(), overflow ? "too many" : std::to_string(numel * info->size),
+                    e.begin, e.end, e.end - e.begin));
   if (numel == 0 && e.end != e.begin)
     bad(path, fmt::format("{} is empty but data_offsets [{}, {}] hold {} bytes", where, e.begin,
                           e.end, e.end - e.begin));
@@ -127,10 +128,15 @@ std::int64_t SafetensorsEntry::numel() const {
 
 std::string_view safetensors_dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "F32";
-    case DType::bf16: return "BF16";
-    case DType::f16: return "F16";
-    default: user_fail("checkpoint", "safetensors export supports f32, bf16 and f16, not {}", dtype_name(t));
+    case DType::f32:
+      return "F32";
+    case DType::bf16:
+      return "BF16";
+    case DType::f16:
+      return "F16";
+    default:
+      user_fail("checkpoint", "safetensors export supports f32, bf16 and f16, not {}",
+                dtype_name(t));
   }
 }
 
@@ -152,8 +158,7 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
     if (n < 2) bad(path_, fmt::format("header length {} is too short for a JSON object", n));
     std::string text(n, '\0');
     pread_all(fd_, text.data(), n, 8, path_);
-    if (text.front() != '{')
-      bad(path_, "header does not start with '{': not a safetensors file");
+    if (text.front() != '{') bad(path_, "header does not start with '{': not a safetensors file");
     data_offset_ = 8 + n;
     const std::uint64_t buffer = size - data_offset_;
 

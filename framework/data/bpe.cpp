@@ -67,7 +67,9 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-std::string shown(std::string_view s) { return fmt::format("'{}'", s); }
+std::string shown(std::string_view s) {
+  return fmt::format("'{}'", s);
+}
 
 std::uint64_t pair_key(std::uint32_t left, std::uint32_t right) {
   return (std::uint64_t{left} << 32) | right;
@@ -75,9 +77,12 @@ std::uint64_t pair_key(std::uint32_t left, std::uint32_t right) {
 
 }  // namespace
 
-char32_t gpt2_byte_to_unicode(unsigned char b) { return alphabet().to_cp[b]; }
+char32_t gpt2_byte_to_unicode(unsigned char b) {
+  return alphabet().to_cp[b];
+}
 
-BpeTokenizer BpeTokenizer::load_gpt2(const std::string& vocab_path, const std::string& merges_path) {
+BpeTokenizer BpeTokenizer::load_gpt2(const std::string& vocab_path,
+                                     const std::string& merges_path) {
   BpeTokenizer t;
   nlohmann::json vocab;
   try {
@@ -95,8 +100,8 @@ BpeTokenizer BpeTokenizer::load_gpt2(const std::string& vocab_path, const std::s
   for (const auto& [token, v] : vocab.items()) {
     if (!v.is_number_integer() || v.get<std::int64_t>() < 0 ||
         v.get<std::int64_t>() >= static_cast<std::int64_t>(vocab.size()))
-      user_fail("data", "{}: the id of {} is {}: the {} tokens must have the ids 0..{}",
-                vocab_path, shown(token), v.dump(), vocab.size(), vocab.size() - 1);
+      user_fail("data", "{}: the id of {} is {}: the {} tokens must have the ids 0..{}", vocab_path,
+                shown(token), v.dump(), vocab.size(), vocab.size() - 1);
     const auto id = v.get<std::uint32_t>();
     if (seen[id]) user_fail("data", "{}: id {} is given to two tokens", vocab_path, id);
     seen[id] = true;
@@ -127,8 +132,8 @@ BpeTokenizer BpeTokenizer::load_gpt2(const std::string& vocab_path, const std::s
                 no, shown(line));
     std::uint32_t ids[2];
     for (int k = 0; k < 2; ++k) {
-      const std::string_view part = k == 0 ? std::string_view(line).substr(0, sp)
-                                           : std::string_view(line).substr(sp + 1);
+      const std::string_view part =
+          k == 0 ? std::string_view(line).substr(0, sp) : std::string_view(line).substr(sp + 1);
       if (!spelled_bytes(part, part_bytes[k]))
         user_fail("data", "{}:{}: {} is not spelled in GPT-2's byte alphabet", merges_path, no,
                   shown(part));

@@ -39,10 +39,13 @@ void write_u32(std::ofstream& out, const std::vector<std::uint32_t>& ids, const 
 
 PrepareResult prepare_corpus_bpe(const PrepareOptions& o) {
   if (o.tokenizer != "gpt2")
-    user_fail("data", "tokenizer '{}' is not known (use gpt2: byte-level BPE from vocab.json and "
-              "merges.txt)", o.tokenizer);
+    user_fail("data",
+              "tokenizer '{}' is not known (use gpt2: byte-level BPE from vocab.json and "
+              "merges.txt)",
+              o.tokenizer);
   if (!o.tokenized_dtype.empty())
-    user_fail("data", "--tokenizer tokenises text; --tokenized says the input is tokens already: "
+    user_fail("data",
+              "--tokenizer tokenises text; --tokenized says the input is tokens already: "
               "use one of them");
   if (o.vocab_path.empty() || o.merges_path.empty())
     user_fail("data", "--tokenizer gpt2 needs --vocab VOCAB.json and --merges MERGES.txt");

@@ -121,8 +121,8 @@ void Gpt2Pretokenizer::run(bool last, const Sink& sink) {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(buffer_.data());
   std::size_t pos = 0;
   while (pos < limit) {
-    const int rc = pcre2_match(re_->code, subject, limit, pos, PCRE2_NO_UTF_CHECK, re_->match,
-                               nullptr);
+    const int rc =
+        pcre2_match(re_->code, subject, limit, pos, PCRE2_NO_UTF_CHECK, re_->match, nullptr);
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(re_->match);
     // Every character is a letter, a number, white space or something else: the pattern's
     // alternatives tile the text.

@@ -105,4 +105,11 @@ run "$work/b" --init-from "$work/a/ck" --save-initial --set strata.train_steps=1
   die "init from a checkpoint kept its optimizer state"
 rm -rf "$work/ref" && "$strata" ckpt export "$work/a/ck" --output "$work/ref" >/dev/null
 same_weights "$work/b/ck/step_00000000" || die "step-0 weights differ from the source checkpoint's"
+# An HDF5 export as the source (one rank: the conversion path is the same on any number).
+if ((${#launcher[@]} == 0)); then
+  "$strata" ckpt export "$work/a/ck" --output "$work/a.h5" >/dev/null || die "HDF5 export failed"
+  run "$work/h" --init-from "$work/a.h5" --save-initial --set strata.train_steps=1 || die "init from HDF5 failed"
+  same_weights "$work/h/ck/step_00000000" || die "step-0 weights differ from the HDF5 file's"
+  [[ ! -e $work/h/logs/init_from ]] || die "the converted copy of the HDF5 source was left behind"
+fi
 echo "init-from: fixture weights bit for bit at step 0, fresh optimizer, resume rules hold"

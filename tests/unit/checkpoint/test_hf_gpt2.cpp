@@ -168,7 +168,8 @@ TEST(HfGpt2, LinearLayoutUnderHfNamesIsRejected) {
   // A file written in nanoGPT's [out, in] layout but under HF's Conv1D names.
   const std::string dir = edited_copy(tmp, "linear", [](auto& t) {
     for (auto& [n, r] : t)
-      if (n.find("c_attn.weight") != std::string::npos || n.find("c_fc.weight") != std::string::npos ||
+      if (n.find("c_attn.weight") != std::string::npos ||
+          n.find("c_fc.weight") != std::string::npos ||
           n.find("c_proj.weight") != std::string::npos) {
         r.bytes = transposed(r);
         std::swap(r.shape[0], r.shape[1]);
@@ -202,19 +203,20 @@ TEST(HfGpt2, ShapeAndConfigMismatchesAreOneLineErrors) {
   });
   EXPECT_TRUE(one_line([&] { read_hf_gpt2(ln); },
                        "'transformer.h.1.ln_2.bias' is [31], expected [32] for n_embd 32"));
-  const std::string missing = edited_copy(tmp, "missing", [](auto& t) {
-    t.erase("transformer.h.0.mlp.c_fc.bias");
-  });
-  EXPECT_TRUE(one_line([&] { read_hf_gpt2(missing); }, "no tensor 'transformer.h.0.mlp.c_fc.bias'"));
+  const std::string missing =
+      edited_copy(tmp, "missing", [](auto& t) { t.erase("transformer.h.0.mlp.c_fc.bias"); });
+  EXPECT_TRUE(
+      one_line([&] { read_hf_gpt2(missing); }, "no tensor 'transformer.h.0.mlp.c_fc.bias'"));
   const std::string extra = edited_copy(tmp, "extra", [](auto& t) {
     t["transformer.h.0.attn.q_proj.weight"] = t.at("transformer.h.0.attn.c_proj.weight");
   });
   EXPECT_TRUE(one_line([&] { read_hf_gpt2(extra); },
                        "unexpected tensor 'transformer.h.0.attn.q_proj.weight'"));
-  const std::string cfg = edited_copy(tmp, "cfg", [](auto&) {}, [](auto& c) { c["n_embd"] = 64; });
+  const std::string cfg = edited_copy(
+      tmp, "cfg", [](auto&) {}, [](auto& c) { c["n_embd"] = 64; });
   EXPECT_TRUE(one_line([&] { read_hf_gpt2(cfg); }, "n_embd is 64 but the weights have"));
-  const std::string act =
-      edited_copy(tmp, "act", [](auto&) {}, [](auto& c) { c["activation_function"] = "gelu"; });
+  const std::string act = edited_copy(
+      tmp, "act", [](auto&) {}, [](auto& c) { c["activation_function"] = "gelu"; });
   EXPECT_TRUE(one_line([&] { read_hf_gpt2(act); }, "activation_function 'gelu'"));
   const std::string untied = edited_copy(tmp, "untied", [](auto& t) {
     t["lm_head.weight"] = t.at("transformer.wte.weight");
@@ -224,8 +226,7 @@ TEST(HfGpt2, ShapeAndConfigMismatchesAreOneLineErrors) {
 
   // Export: a checkpoint that is not a GPT-2, and one whose head count is unknown.
   testing::save_toy(tmp / "toy", 3, 1);
-  EXPECT_TRUE(one_line([&] { export_hf_gpt2(tmp / "toy", tmp / "x"); },
-                       "not a GPT-2 checkpoint"));
+  EXPECT_TRUE(one_line([&] { export_hf_gpt2(tmp / "toy", tmp / "x"); }, "not a GPT-2 checkpoint"));
   EXPECT_FALSE(fs::exists(tmp / "x/model.safetensors"));
   const std::string nocfg = tmp / "nocfg";
   fs::create_directories(nocfg);

@@ -114,20 +114,27 @@ TEST(Safetensors, RejectsMalformedFilesInOneLine) {
   EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":)", 0), "not valid JSON"));
   EXPECT_TRUE(rejects(raw_file(tmp, R"([1, 2])", 0), "does not start with '{'"));
   EXPECT_TRUE(rejects(
-      raw_file(tmp, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+      raw_file(
+          tmp,
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          8),
       "names 'a' twice"));
   EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})", 8),
                       "unknown dtype 'F33'"));
   EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8),
                       "is F32 [3] (12 bytes) but data_offsets [0, 8] hold 8 bytes"));
-  EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
-                      "dimensions must be non-negative integers"));
+  EXPECT_TRUE(
+      rejects(raw_file(tmp, R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8),
+              "dimensions must be non-negative integers"));
   EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8),
                       "end before begin"));
   EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4),
                       "past the end of the data"));
   EXPECT_TRUE(rejects(
-      raw_file(tmp, R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
+      raw_file(
+          tmp,
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          8),
       "overlap"));
   EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
                       "bytes [0, 4) before tensor 'a' belong to no tensor"));
@@ -160,7 +167,9 @@ TEST(Safetensors, WriterRejectsDuplicatesAndOtherDtypes) {
       },
       {"'a' is written twice"}));
   EXPECT_TRUE(throws_with<UserError>(
-      [&] { write_safetensors(tmp / "e.safetensors", {{"a", DType::f64, {1}, &x}}); },
+      [&] {
+        write_safetensors(tmp / "e.safetensors", {{"a", DType::f64, {1}, &x}});
+      },
       {"f32, bf16 and f16"}));
   EXPECT_FALSE(std::filesystem::exists(tmp / "e.safetensors"));
 }

@@ -134,8 +134,9 @@ TEST(Bpe, BadTextIsAOneLineErrorNamingFileAndByte) {
   o.vocab_path = kDir + "/vocab.json";
   o.merges_path = kDir + "/merges.txt";
   EXPECT_EQ(user_error_of([&] { prepare_corpus(o); }),
-            "[data] " + dir / "b.txt" + ": invalid UTF-8 at byte 15: text must be UTF-8 (convert "
-                                        "it, e.g. with iconv)");
+            "[data] " + dir / "b.txt" +
+                ": invalid UTF-8 at byte 15: text must be UTF-8 (convert "
+                "it, e.g. with iconv)");
   write_bytes(dir / "b.txt", "ends inside \xE6\x9D");
   EXPECT_NE(user_error_of([&] { prepare_corpus(o); }).find("b.txt: truncated UTF-8 at byte 12"),
             std::string::npos);
