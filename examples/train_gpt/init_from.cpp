@@ -156,6 +156,10 @@ std::int64_t start_training(const config::Config& cfg, const parallel::Group& wo
       std::printf("init-from: weights of %s (fresh optimizer state, step 0)\n", source.c_str());
   }
   if (o.save_initial && !resumed) checkpoints.save(0);
+  if (o.save_initial && resumed && lead)
+    std::printf("save-initial: nothing saved, the run resumes at step %lld (step 0 is saved only "
+                "when a run starts)\n",
+                static_cast<long long>(start));
   if (lead) std::fflush(stdout);
   return start;
 }
