@@ -37,6 +37,7 @@ std::int64_t TrainCheckpoints::resume() {
     return 0;
   }
   if (const auto& s = loaded->state.sampler) sampler_.set_state({s->position, s->epoch});
+  resumed_extra_ = loaded->state.extra;
   if (lead_)
     std::printf(
         "resumed from %s: step %lld (saved on %d ranks, dp %d, ZeRO stage %d), data "
@@ -59,6 +60,7 @@ void TrainCheckpoints::save(std::int64_t step) {
   job.config = config::to_json(cfg_);
   const data::SamplerState s = sampler_.state();
   job.sampler = checkpoint::SamplerRecord{s.position, s.epoch};
+  job.extra = extra_;
   ckpt_.save(job);
   last_saved_ = step;
   if (lead_) {

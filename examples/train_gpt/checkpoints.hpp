@@ -24,6 +24,12 @@ class TrainCheckpoints {
   // Collective. Loads the checkpoint the config asks for into the model, trainer and sampler;
   // returns the step to continue after (0: fresh start). Rank 0 prints what it did.
   std::int64_t resume();
+  // What the checkpoint resume() loaded recorded in its state's `extra` ({} when none).
+  const checkpoint::json& resumed_extra() const { return resumed_extra_; }
+  // Collective. Loads only the weights of a step directory (fresh optimizer state: --init-from).
+  void load_weights(const std::string& step_dir) { ckpt_.load(step_dir, true); }
+  // Recorded in the `extra` state of every checkpoint this run saves.
+  void set_extra(checkpoint::json extra) { extra_ = std::move(extra); }
   // A checkpoint directory is configured.
   bool enabled() const { return !ckpt_.options().root.empty(); }
   // strata.checkpoint.interval says to save after `step`.
@@ -42,6 +48,8 @@ class TrainCheckpoints {
   data::BatchSampler& sampler_;
   parallel::Checkpointer ckpt_;
   std::optional<std::int64_t> last_saved_;
+  checkpoint::json resumed_extra_ = checkpoint::json::object();
+  checkpoint::json extra_ = checkpoint::json::object();
 };
 
 }  // namespace strata::examples
