@@ -2,6 +2,7 @@
 // one line on stderr and a non-zero exit status (no stack dumps for user mistakes).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
 #include <iostream>
 
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   strata::launcher::add_config_command(app);
   strata::launcher::add_data_command(app);
   strata::launcher::add_env_command(app);
+  strata::launcher::add_plot_command(app);
   strata::launcher::add_run_command(app);
   strata::launcher::add_version_command(app);
   try {
@@ -80,7 +82,12 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   } catch (const strata::UserError& e) {
     std::cout.flush();
-    std::cerr << "strata: " << e.what() << "\n";
+    // One line per problem (a config can have several), each prefixed.
+    const std::string what = e.what();
+    for (std::size_t at = 0, nl = 0; at <= what.size(); at = nl + 1) {
+      nl = std::min(what.find('\n', at), what.size());
+      std::cerr << "strata: " << what.substr(at, nl - at) << "\n";
+    }
     return kExitUserError;
   } catch (const strata::Error& e) {
     std::cout.flush();

@@ -11,10 +11,13 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
+#include "examples/train_gpt/init_from.hpp"
 #include "examples/train_gpt/progress.hpp"
 #include "examples/train_gpt/progress_file.hpp"
+#include "examples/train_gpt/run_summary.hpp"
 #include "examples/train_gpt/stop_signal.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/config/config.hpp"
@@ -23,7 +26,6 @@
 #include "framework/nn/generate.hpp"
 #include "framework/train/from_config.hpp"
 #include "framework/train/token_batches.hpp"
-#include "offload/factory.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/training.hpp"
 
@@ -40,6 +42,8 @@ struct Args {
   std::string resume;          // overrides strata.checkpoint.resume
   std::string checkpoint_dir;  // overrides strata.checkpoint.dir
   std::int64_t exit_after_steps = 0;  // stop after this many steps of this run (0: never)
+  std::string log_dir;                // resolved config goes here (see run_summary.hpp)
+  examples::StartOptions start;       // --init-from, --save-initial
 };
 
 // Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks.
@@ -84,6 +88,7 @@ int run(const Args& a) {
   examples::install_stop_handlers();
   std::optional<examples::ProgressFile> progress =
       examples::ProgressFile::from_env(world.group().rank());
+  config::resolve_batch(cfg, config::data_parallel_size(cfg, world.group().size()));
   train::apply_memory_caps(cfg, ledger);
   if (a.threads > 0) {
     cpu::set_num_threads(a.threads);
@@ -92,74 +97,58 @@ int run(const Args& a) {
     const int ranks_here = std::max(1, std::atoi(local));
     cpu::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
   }
+
+  if (lead)
+    for (const auto& note : cfg.notes) std::printf("config note: %s\n", note.c_str());
+  examples::check_start_options(cfg, a.start);
+  const std::string log_dir = examples::resolve_log_dir(a.log_dir, a.metrics, cfg);
+  std::string config_file;
+  if (lead && !log_dir.empty()) config_file = examples::write_resolved_config(log_dir, cfg);
   if (cfg.strata.data.train.empty())
     user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
               "`strata data prepare --input TEXT --output PREFIX`)");
 
   const nn::GptConfig gc = train::gpt_config(cfg);
   const int T = gc.block_size;
+  const int micro = static_cast<int>(cfg.train_micro_batch_size_per_gpu);
+  const int accum = static_cast<int>(cfg.gradient_accumulation_steps);
+  const std::int64_t steps = cfg.strata.train_steps;
+
   data::TokenFile train_file(cfg.strata.data.train);
   if (train_file.vocab_size() > static_cast<std::uint64_t>(gc.vocab_size))
     user_fail("train_gpt", "{} has vocabulary {} but strata.model.vocab_size is {}: raise vocab_size",
               train_file.path(), train_file.vocab_size(), gc.vocab_size);
   std::optional<data::TokenFile> valid_file;
   if (!cfg.strata.data.valid.empty()) valid_file.emplace(cfg.strata.data.valid);
-
   nn::Gpt model(gc);
+  // The job as every Strata program builds it: grid, ZeRO-sharded parameters (offloaded as
+  // configured), trainer, engine, checkpoints.
   parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras::on(&ledger));
-  cfg = training.config();  // batch sizes resolved for the grid's data-parallel size
   const parallel::Grid& grid = training.grid();
   const parallel::Group& dp = training.dp();
-  const int micro = static_cast<int>(cfg.train_micro_batch_size_per_gpu);
-  const int accum = static_cast<int>(cfg.gradient_accumulation_steps);
-  const std::int64_t steps = cfg.strata.train_steps;
   train::TokenBatches batches(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
                               cfg.strata.data.seed);
-  training.checkpoints().set_data(&batches);
+  parallel::CheckpointPolicy& checkpoints = training.checkpoints();
+  checkpoints.set_data(&batches);
   nn::ParamStore& store = training.store();
   parallel::DataParallelEngine& engine = training.engine();
-  parallel::CheckpointPolicy& checkpoints = training.checkpoints();
   const train::Precision prec = train::precision_of(cfg);
-  const int stage = cfg.zero_optimization.stage;
-
-  if (lead) std::printf("resolved config:\n%s\n", config::to_json(training.config()).dump(2).c_str());
-  if (lead) {
-  std::printf("world: %d ranks (dp %d x tp %d x pp %d) over %s\n", world.group().size(),
-              grid.dp_size(), grid.tp_size(), grid.pp_size(), std::string(world.group().transport()).c_str());
-  std::printf("model: GPT %d layers, %d heads, d=%d, T=%d, vocab %d: %lld parameters (%s)\n",
-              gc.n_layer, gc.n_head, gc.n_embd, T, gc.vocab_size,
-              static_cast<long long>(store.total_numel()), train::precision_name(prec));
-  std::printf("batch: %d micro x %d accumulation x %d dp = %lld sequences (%lld tokens) per step; %d threads\n",
-              micro, accum, grid.dp_size(), static_cast<long long>(cfg.train_batch_size),
-              static_cast<long long>(cfg.train_batch_size) * T, cpu::num_threads());
-  {
-    std::printf("ZeRO stage %d on %d ranks, model states per rank:\n  measured:   %s (device)\n  "
-                "prediction: %s (without offload)\n", stage, grid.dp_size(),
-                parallel::describe(training.measured_model_states()).c_str(),
-                parallel::describe(training.predicted_model_states()).c_str());
-    // Offloaded model states, by tier (host includes the NVMe tier's staging buffers).
-    for (const Tier t : {Tier::host, Tier::nvme}) {
-      const auto p = ledger.current(t, Category::params), o = ledger.current(t, Category::optimizer);
-      if (p + o > 0)
-        std::printf("  on %-8s params %s, optimizer %s\n", (std::string(tier_name(t)) + ":").c_str(),
-                    format_bytes(p).c_str(), format_bytes(o).c_str());
-    }
-  }
-  std::printf("offload: %s\n", offload::describe(cfg).c_str());
-  if (const auto& vs = store.options().value_store)
-    std::printf("parameter slices (rank 0): %s\n", vs->where().c_str());
-  std::printf("memory after set-up (rank 0):\n%s", ledger.report().c_str());
-  std::fflush(stdout);
-  }
   auto next_batch = [&](nn::Batch& b) { batches.next(b); };
-  const std::int64_t start = checkpoints.resume();
+  if (lead) {
+    std::fputs(examples::run_summary({cfg, grid, gc, store, cpu::num_threads(), config_file}).c_str(),
+               stdout);
+    std::fflush(stdout);
+  }
+  examples::StartOptions start_opts = a.start;
+  start_opts.scratch_dir = log_dir;
+  const std::int64_t start = examples::start_training(cfg, world.group(), checkpoints, start_opts);
   if (lead) std::fflush(stdout);
 
   std::ofstream metrics;
-  if (!a.metrics.empty() && lead) {
+  if (const std::string path = examples::metrics_path(a.metrics, world.group().rank()); !path.empty()) {
     // A resumed run continues the file of the run it resumes.
-    metrics.open(a.metrics, start > 0 ? std::ios::app : std::ios::trunc);
-    if (!metrics) user_fail("train_gpt", "cannot write metrics file {}", a.metrics);
+    metrics.open(path, start > 0 ? std::ios::app : std::ios::trunc);
+    if (!metrics) user_fail("train_gpt", "cannot write metrics file {}", path);
   }
 
   using clock = std::chrono::steady_clock;
@@ -178,6 +167,8 @@ int run(const Args& a) {
     r.total = steps;
     r.loss = es.loss;
     r.fp16 = prec == train::Precision::fp16;
+    r.rank = world.group().rank();
+    r.world_size = world.group().size();
     // Peak device bytes of the step, max over ranks.
     r.peak_device = static_cast<std::uint64_t>(
         engine.max_over_dp(static_cast<double>(ledger.peak(Tier::device))));
@@ -190,15 +181,15 @@ int run(const Args& a) {
     if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp,
                                    engine.eval_context());
     const bool print = step == start + 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
+    if (print || metrics.is_open())  // tokens since the last report (one step with metrics)
+      r.tokens_per_s = static_cast<double>(tokens_since) /
+                       std::max(1e-9, std::chrono::duration<double>(now - last).count());
     if (print && lead) {
-      r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
       std::printf("%s\n", examples::progress_line(r).c_str());
       if (cfg.wall_clock_breakdown) std::printf("%s\n", parallel::describe(es.times).c_str());
       std::fflush(stdout);
     }
     if (metrics.is_open()) {
-      if (!print) r.tokens_per_s = static_cast<double>(accum) * micro * T * grid.dp_size() /
-                                   std::max(1e-9, std::chrono::duration<double>(now - last).count());
       metrics << examples::metrics_json(r, ledger.snapshot()) << "\n";
       metrics.flush();
     }
@@ -261,7 +252,17 @@ int main(int argc, char** argv) {
   app.add_option("--device-memory", a.memory.device, "cap the device tier, e.g. 2GiB");
   app.add_option("--host-memory", a.memory.host, "cap the host tier");
   app.add_option("--nvme-memory", a.memory.nvme, "cap the nvme tier");
-  app.add_option("--metrics", a.metrics, "write one JSON line per step to this file");
+  app.add_option("--metrics", a.metrics,
+                 "write one JSON line per step to this file (rank 0); {rank} in the name: one "
+                 "file per rank (docs/metrics.md)");
+  app.add_option("--log-dir", a.log_dir,
+                 "write the resolved config here (default: strata run's log folder, else the "
+                 "--metrics file's folder, else the checkpoint directory)");
+  app.add_option("--init-from", a.start.init_from,
+                 "start a new run from these weights (fresh optimizer, step 0): a checkpoint, a "
+                 "Hugging Face GPT-2 (.safetensors or its directory) or an HDF5 export");
+  app.add_flag("--save-initial", a.start.save_initial,
+               "save the step-0 weights as a checkpoint before the first step");
   app.add_option("--threads", a.threads, "compute threads (default: the node's cores divided among its ranks)");
   app.add_option("--resume", a.resume,
                  "auto (newest complete checkpoint), none, or a checkpoint directory "
@@ -280,7 +281,9 @@ int main(int argc, char** argv) {
   try {
     return run(a);
   } catch (const UserError& e) {
-    std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    // A config can have several problems: one line each.
+    std::istringstream lines(e.what());
+    for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "train_gpt: %s\n", line.c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_gpt: error: %s\n", e.what());

@@ -31,6 +31,7 @@ std::int64_t CheckpointPolicy::resume() {
     return 0;
   }
   if (const auto& s = loaded->state.sampler; s && data_) data_->set_state({s->position, s->epoch});
+  resumed_extra_ = loaded->state.extra;
   if (lead_)
     std::printf(
         "resumed from %s: step %lld (saved on %d ranks, dp %d, ZeRO stage %d), data "
@@ -55,6 +56,7 @@ void CheckpointPolicy::save(std::int64_t step) {
     const data::SamplerState s = data_->state();
     job.sampler = checkpoint::SamplerRecord{s.position, s.epoch};
   }
+  job.extra = extra_;
   ckpt_.save(job);
   last_saved_ = step;
   if (lead_) {

@@ -33,6 +33,12 @@ class CheckpointPolicy {
   bool enabled() const { return !ckpt_.options().root.empty(); }
   // strata.checkpoint.interval says to save after `step`.
   bool due(std::int64_t step) const;
+  // What the checkpoint resume() loaded recorded in its state's `extra` ({} when none).
+  const checkpoint::json& resumed_extra() const { return resumed_extra_; }
+  // Collective. Loads only the weights of a step directory (fresh optimizer state: --init-from).
+  void load_weights(const std::string& step_dir) { ckpt_.load(step_dir, true); }
+  // Recorded in the `extra` state of every checkpoint this run saves.
+  void set_extra(checkpoint::json extra) { extra_ = std::move(extra); }
   // Collective. Saves `step` (in the background with strata.checkpoint.async).
   void save(std::int64_t step);
   std::optional<std::int64_t> last_saved() const { return last_saved_; }
@@ -48,6 +54,8 @@ class CheckpointPolicy {
   nn::BatchSource* data_ = nullptr;
   Checkpointer ckpt_;
   std::optional<std::int64_t> last_saved_;
+  checkpoint::json resumed_extra_ = checkpoint::json::object();
+  checkpoint::json extra_ = checkpoint::json::object();
 };
 
 }  // namespace strata::parallel

@@ -375,7 +375,8 @@ void Checkpointer::finish() {
 // per unit, in unit order, also when its load failed part-way (the values are then undefined),
 // so that the collectives stay matched; load() then agrees on the failure. Stage 0 loads
 // everything; stage 3 gathers on use.
-void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out) {
+void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
+                              LoadedCheckpoint& out) {
   std::vector<Work> works;
   std::size_t posted = 0;
   auto post_through = [&](std::size_t n) {
@@ -389,7 +390,7 @@ void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out
     ck::CheckpointReader reader(step_dir);
     const ck::Manifest& m = reader.manifest();
     ck::check_compatible(m, expected_params(store_), step_dir);
-    const bool with_moments = !m.state.optimizer.empty();
+    const bool with_moments = !weights_only && !m.state.optimizer.empty();
     if (with_moments && m.state.optimizer != optimizer_name(trainer_))
       user_fail("checkpoint",
                 "{} holds {} optimizer state but the trainer uses {}: resume with "
@@ -472,16 +473,16 @@ void Checkpointer::apply_shared_state(const LoadedCheckpoint& loaded) {
   }
 }
 
-LoadedCheckpoint Checkpointer::load(const std::string& step_dir) {
+LoadedCheckpoint Checkpointer::load(const std::string& step_dir, bool weights_only) {
   LoadedCheckpoint out;
   std::exception_ptr err;
   try {
-    load_local(step_dir, out);
+    load_local(step_dir, weights_only, out);
   } catch (...) {
     err = std::current_exception();
   }
   agree_or_throw(world_, err);
-  apply_shared_state(out);
+  if (!weights_only) apply_shared_state(out);
   return out;
 }
 

@@ -32,6 +32,7 @@ EngineOptions engine_options(const config::Config& cfg) {
   const auto& z = cfg.zero_optimization;
   eo.zero.stage = z.stage;
   eo.zero.bucket_elements = z.reduce_bucket_size;
+  eo.zero.allgather_bucket_elements = z.allgather_bucket_size;
   eo.zero.overlap = z.overlap_comm;
   eo.zero.prefetch_elements = z.stage3_prefetch_bucket_size;
   eo.zero.max_live_elements = z.stage3_max_live_parameters;

@@ -275,17 +275,27 @@ void ZeroHooks::finish_gradients() {
 
 void ZeroHooks::after_step() {
   if (opts_.stage == 1 || opts_.stage == 2) {
+    // At most allgather_bucket_elements in flight (each needs a copy of the owned slice to send
+    // from: the slice lives inside the output).
     std::vector<Work> works;
     std::vector<Tensor> keep;
+    std::int64_t in_flight = 0;
+    auto drain = [&] {
+      for (auto& w : works) wait(w);
+      works.clear();
+      keep.clear();
+      in_flight = 0;
+    };
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const Tensor& full = store_.values(u);
-      // The owned slice lives inside the output: gather from a copy.
+      if (in_flight > 0 && in_flight + full.numel() > opts_.allgather_bucket_elements) drain();
       Tensor mine = store_.value_shard(u).clone(store_.options().memory.with(Category::comm));
       works.push_back(dp_.all_gather(mine, full));
       keep.push_back(std::move(mine));
+      in_flight += full.numel();
       volume_.all_gather += full.nbytes();
     }
-    for (auto& w : works) wait(w);
+    drain();
   } else if (opts_.stage == 3) {
     for (std::size_t u = 0; u < gathered_.size(); ++u) {
       if (!gathered_[u].full.defined()) continue;

@@ -26,6 +26,9 @@ namespace strata::parallel {
 struct ZeroOptions {
   int stage = 0;
   std::int64_t bucket_elements = 500'000'000;    // reduce_bucket_size (stage 0 buckets)
+  // allgather_bucket_size: stages 1-2 keep at most this many parameter elements being gathered
+  // after the step (a unit larger than it goes alone).
+  std::int64_t allgather_bucket_elements = 500'000'000;
   bool overlap = true;                            // overlap_comm
   std::int64_t prefetch_elements = 50'000'000;   // stage3_prefetch_bucket_size
   std::int64_t max_live_elements = 1'000'000'000;  // stage3_max_live_parameters
