@@ -50,26 +50,24 @@ double Classifier::forward(nn::Context& ctx, const nn::Batch& batch) {
   Tensor logits = run(ctx, xin);
   Tensor lse = ctx.act(Shape{x.dim(0)}, DType::f32);
   const double sum = ops::cross_entropy_forward(logits, labels, lse);
-  if (ctx.grad_enabled) {
-    logits_ = logits;
-    lse_ = lse;
-    labels_ = labels.clone(ctx.activations);
-  }
+  save(ctx, {logits, lse, labels.clone(ctx.activations)});
   return sum / static_cast<double>(x.dim(0));
 }
 
 void Classifier::backward(nn::Context& ctx, float scale) {
-  STRATA_CHECK(logits_.defined(), "mlp", "backward without a saved forward");
+  auto s = restore(ctx);
+  Tensor logits = std::move(s.tensors[0]);
   // d(mean loss)/d(logits), in place.
-  ops::cross_entropy_backward(logits_, lse_, labels_, logits_,
-                              scale / static_cast<float>(logits_.dim(0)));
+  ops::cross_entropy_backward(logits, s.tensors[1], s.tensors[2], logits,
+                              scale / static_cast<float>(logits.dim(0)));
+  s = {};
   ctx.before_backward(1);
-  Tensor dh = relu_.backward(ctx, fc2_.backward(ctx, logits_));
+  Tensor dh = relu_.backward(ctx, fc2_.backward(ctx, logits));
+  logits = {};
   ctx.after_backward(1);
   ctx.before_backward(0);
   fc1_.backward(ctx, dh, /*need_dx=*/false);
   ctx.after_backward(0);
-  clear_saved();
 }
 
 Tensor Classifier::logits(nn::Context& ctx, const Tensor& x) {
@@ -86,9 +84,5 @@ Tensor Classifier::logits(nn::Context& ctx, const Tensor& x) {
   return out;
 }
 
-void Classifier::clear_saved() {
-  logits_ = lse_ = labels_ = {};
-  Module::clear_saved();
-}
 
 }  // namespace mlp

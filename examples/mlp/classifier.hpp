@@ -21,7 +21,6 @@ class Classifier : public strata::nn::Model {
   void backward(strata::nn::Context& ctx, float scale) override;
   // Logits [B, K] of inputs x [B, D], nothing saved.
   strata::Tensor logits(strata::nn::Context& ctx, const strata::Tensor& x);
-  void clear_saved() override;
 
   int inputs() const { return inputs_; }
   int classes() const { return classes_; }
@@ -33,7 +32,6 @@ class Classifier : public strata::nn::Model {
   strata::nn::Linear fc1_;
   Relu relu_;
   strata::nn::Linear fc2_;
-  strata::Tensor logits_, lse_, labels_;  // saved for backward
 };
 
 }  // namespace mlp

@@ -19,13 +19,12 @@ Tensor Relu::forward(nn::Context& ctx, const Tensor& x) {
   for (std::int64_t i = 0; i < x.numel(); ++i) yp[i] = xp[i] > 0 ? xp[i] : 0.0f;
   Tensor y = ctx.act(x.shape());
   y.copy_from(y32);
-  if (ctx.grad_enabled) y_ = y;
+  save(ctx, {y});
   return y;
 }
 
 Tensor Relu::backward(nn::Context& ctx, const Tensor& dy) {
-  STRATA_CHECK(y_.defined(), "mlp", "{}: backward without a saved forward", prefix());
-  const Tensor y32 = f32_of(ctx, y_), g32 = f32_of(ctx, dy);
+  const Tensor y32 = f32_of(ctx, restore(ctx).tensors[0]), g32 = f32_of(ctx, dy);
   Tensor d32 = ctx.scratch(dy.shape());
   const float* y = y32.data<float>();
   const float* g = g32.data<float>();
@@ -33,7 +32,6 @@ Tensor Relu::backward(nn::Context& ctx, const Tensor& dy) {
   for (std::int64_t i = 0; i < dy.numel(); ++i) d[i] = y[i] > 0 ? g[i] : 0.0f;
   Tensor dx = ctx.act(dy.shape());
   dx.copy_from(d32);
-  y_ = {};
   return dx;
 }
 

@@ -11,10 +11,6 @@ class Relu : public strata::nn::Module {
   explicit Relu(std::string prefix) : Module(std::move(prefix)) {}
   strata::Tensor forward(strata::nn::Context& ctx, const strata::Tensor& x);
   strata::Tensor backward(strata::nn::Context& ctx, const strata::Tensor& dy);
-  void clear_saved() override { y_ = {}; }
-
- private:
-  strata::Tensor y_;
 };
 
 }  // namespace mlp

@@ -3,7 +3,10 @@
 // each parameter unit (ZeRO-3 gathers, gradient-bucket reduction).
 #pragma once
 
+#include <memory>
+
 #include "framework/core/tensor.hpp"
+#include "framework/nn/saved.hpp"
 
 namespace strata::nn {
 
@@ -26,6 +29,8 @@ struct Context {
   DType act_dtype = DType::f32;
   UnitHooks* hooks = nullptr;
   bool grad_enabled = true;  // false: evaluation, nothing is saved for backward
+  // Where forward keeps what backward needs (one micro-batch's; copies of a Context share it).
+  std::shared_ptr<SavedState> saved = std::make_shared<SavedState>();
 
   // An activation in act_dtype, or in `t` for what must stay f32 (statistics, log-sum-exps).
   Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype, activations); }

@@ -126,29 +126,28 @@ double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
   std::int64_t valid = 0;
   const std::int32_t* t = tgt.data<std::int32_t>();
   for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
-  if (ctx.grad_enabled) {
-    n_valid_ = valid;
-    tokens_ = saved_copy(ctx, tokens);
-    targets_ = saved_copy(ctx, tgt);
-    xf_ = xf;
-    logits_ = logits;
-    lse_ = lse;
-  }
+  // Kept for backward: the tokens and targets (the batch buffers are refilled for the next
+  // micro-batch), the head's input, the logits (backward turns them into their gradient in
+  // place) and their log-sum-exps.
+  save(ctx, {saved_copy(ctx, tokens), saved_copy(ctx, tgt), xf, logits, lse}, {valid});
   return valid > 0 ? sum / static_cast<double>(valid) : 0.0;
 }
 
 void Gpt::backward(Context& ctx, float scale) {
-  STRATA_CHECK(logits_.defined(), "nn", "GPT backward without a saved forward");
-  const std::int64_t N = tokens_.numel();
+  auto s = restore(ctx);
+  const Tensor tokens = std::move(s.tensors[0]), targets = std::move(s.tensors[1]);
+  Tensor xf = std::move(s.tensors[2]), logits = std::move(s.tensors[3]), lse = std::move(s.tensors[4]);
+  const std::int64_t n_valid = s.ints[0], N = tokens.numel();
+  s = {};
   const int last = cfg_.n_layer + 1;
-  const float s = n_valid_ > 0 ? scale / static_cast<float>(n_valid_) : 0.0f;
+  const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
   // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
-  ops::cross_entropy_backward(logits_, lse_, targets_, logits_, s);
+  ops::cross_entropy_backward(logits, lse, targets, logits, sc);
   Tensor dx = ctx.act(Shape{N, cfg_.n_embd});
   ctx.before_backward(0);
-  ops::matmul(logits_, value_of(*wte_), dx, false, false);
-  ops::matmul(logits_, xf_, grad_of(*wte_), true, false, 1.0f, 1.0f);
-  logits_ = lse_ = xf_ = {};
+  ops::matmul(logits, value_of(*wte_), dx, false, false);
+  ops::matmul(logits, xf, grad_of(*wte_), true, false, 1.0f, 1.0f);
+  logits = lse = xf = {};
   ctx.before_backward(last);
   dx = ln_f_.backward(ctx, dx);
   ctx.after_backward(last);
@@ -157,8 +156,7 @@ void Gpt::backward(Context& ctx, float scale) {
     dx = blocks_[l]->backward(ctx, dx);
     ctx.after_backward(static_cast<int>(l) + 1);
   }
-  ops::embedding_backward(tokens_, dx, grad_of(*wte_), grad_of(*wpe_));
-  tokens_ = targets_ = {};
+  ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_));
   ctx.after_backward(0);
 }
 
@@ -180,9 +178,5 @@ Tensor Gpt::logits(Context& ctx, const std::int32_t* tokens, int B, int T) {
   return out;
 }
 
-void Gpt::clear_saved() {
-  tokens_ = targets_ = xf_ = logits_ = lse_ = {};
-  Module::clear_saved();
-}
 
 }  // namespace strata::nn

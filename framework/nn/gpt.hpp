@@ -46,8 +46,6 @@ class Gpt : public Model {
   // Logits [B*T, V] for tokens [B, T], nothing saved (evaluation, sampling).
   Tensor logits(Context& ctx, const std::int32_t* tokens, int B, int T);
 
-  void clear_saved() override;
-
  private:
   double forward(Context& ctx, const Tensor& tokens, const Tensor& targets);
   Tensor trunk(Context& ctx, const Tensor& tokens);  // → ln_f output [N, C]
@@ -57,9 +55,6 @@ class Gpt : public Model {
   Parameter* wpe_;
   std::vector<std::unique_ptr<Block>> blocks_;
   LayerNorm ln_f_;
-  // saved for backward
-  std::int64_t n_valid_ = 0;
-  Tensor tokens_, targets_, xf_, logits_, lse_;
 };
 
 }  // namespace strata::nn

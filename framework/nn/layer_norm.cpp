@@ -17,19 +17,15 @@ Tensor LayerNorm::forward(Context& ctx, const Tensor& x) {
   Tensor y = ctx.act(x.shape());
   Tensor mean = ctx.act(Shape{n}, DType::f32), rstd = ctx.act(Shape{n}, DType::f32);
   ops::layernorm_forward(x, value_of(*w_), value_of(*b_), y, mean, rstd, eps_);
-  if (ctx.grad_enabled) {
-    x_ = x;
-    mean_ = mean;
-    rstd_ = rstd;
-  }
+  save(ctx, {x, mean, rstd});
   return y;
 }
 
 Tensor LayerNorm::backward(Context& ctx, const Tensor& dy) {
-  STRATA_CHECK(x_.defined(), "nn", "{}: backward without a saved forward", prefix());
-  Tensor dx = ctx.act(x_.shape());
-  ops::layernorm_backward(dy, x_, value_of(*w_), mean_, rstd_, dx, grad_of(*w_), grad_of(*b_));
-  clear_saved();
+  const auto s = restore(ctx);
+  const Tensor &x = s.tensors[0], &mean = s.tensors[1], &rstd = s.tensors[2];
+  Tensor dx = ctx.act(x.shape());
+  ops::layernorm_backward(dy, x, value_of(*w_), mean, rstd, dx, grad_of(*w_), grad_of(*b_));
   return dx;
 }
 

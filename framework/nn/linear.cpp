@@ -15,16 +15,15 @@ Tensor Linear::forward(Context& ctx, const Tensor& x) {
                "{}: input {} does not match in_features {}", prefix(), x.shape().str(), in_);
   Tensor y = ctx.act(Shape{x.dim(0), out_});
   ops::linear_forward(x, value_of(*w_), b_ ? value_of(*b_) : Tensor(), y);
-  if (ctx.grad_enabled) x_ = x;
+  save(ctx, {x});
   return y;
 }
 
 Tensor Linear::backward(Context& ctx, const Tensor& dy, bool need_dx) {
-  STRATA_CHECK(x_.defined(), "nn", "{}: backward without a saved forward", prefix());
+  const Tensor x = restore(ctx).tensors[0];
   Tensor dx;
-  if (need_dx) dx = ctx.act(Shape{x_.dim(0), in_});
-  ops::linear_backward(x_, value_of(*w_), dy, dx, grad_of(*w_), b_ ? grad_of(*b_) : Tensor());
-  x_ = {};
+  if (need_dx) dx = ctx.act(Shape{x.dim(0), in_});
+  ops::linear_backward(x, value_of(*w_), dy, dx, grad_of(*w_), b_ ? grad_of(*b_) : Tensor());
   return dx;
 }
 

@@ -12,14 +12,12 @@ class Linear : public Module {
   Tensor forward(Context& ctx, const Tensor& x);
   // dy: [N, out] → dx [N, in] (undefined if !need_dx). Accumulates into W.grad, b.grad.
   Tensor backward(Context& ctx, const Tensor& dy, bool need_dx = true);
-  void clear_saved() override { x_ = {}; }
   Parameter& weight() { return *w_; }
 
  private:
   int in_, out_;
   Parameter* w_;
   Parameter* b_ = nullptr;
-  Tensor x_;
 };
 
 }  // namespace strata::nn

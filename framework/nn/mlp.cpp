@@ -16,22 +16,16 @@ Tensor Mlp::forward(Context& ctx, const Tensor& x) {
   Tensor h = c_fc.forward(ctx, x);
   Tensor g = ctx.act(h.shape());
   ops::gelu_forward(h, g);
-  if (ctx.grad_enabled) pre_ = h;
+  save(ctx, {h});  // the GELU's input
   return c_proj.forward(ctx, g);
 }
 
 Tensor Mlp::backward(Context& ctx, const Tensor& dy) {
-  STRATA_CHECK(pre_.defined(), "nn", "{}: backward without a saved forward", prefix());
+  const Tensor pre = restore(ctx).tensors[0];
   Tensor dg = c_proj.backward(ctx, dy);
   // dh overwrites dg in place: gelu_backward reads dg[i] before writing dx[i].
-  ops::gelu_backward(pre_, dg, dg);
-  pre_ = {};
+  ops::gelu_backward(pre, dg, dg);
   return c_fc.backward(ctx, dg);
-}
-
-void Mlp::clear_saved() {
-  pre_ = {};
-  Module::clear_saved();
 }
 
 }  // namespace strata::nn
