@@ -70,6 +70,7 @@ EngineStep DataParallelEngine::train_step(const NextBatch& next_batch) {
     into += since(p0) - (c1 - c0) - (o1 - o0);
   };
   double sum = 0;
+  ctx_.saved->clear();  // nothing left from a step that failed half-way
   for (int m = 0; m < opts_.accumulation; ++m) {
     hooks_.set_sync(m == opts_.accumulation - 1);
     next_batch(batch_);
