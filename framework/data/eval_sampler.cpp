@@ -31,13 +31,6 @@ std::uint64_t EvalSampler::steps() const {
   return (windows_ + per_call - 1) / per_call;
 }
 
-void EvalSampler::set_position(std::uint64_t p) {
-  if (p > windows_)
-    user_fail("data", "eval position {} is past the {} windows of '{}'", p, windows_,
-              file_->path());
-  position_ = p;
-}
-
 int EvalSampler::next(std::int32_t* inputs, std::int32_t* targets) {
   const std::size_t t = static_cast<std::size_t>(seq_len_);
   const std::uint64_t base = position_ + static_cast<std::uint64_t>(dp_rank_) * micro_;

@@ -24,8 +24,6 @@ class EvalSampler {
   bool done() const { return position_ >= windows_; }  // the same on every rank
   std::uint64_t steps() const;                         // calls per pass
   void reset() { position_ = 0; }
-  std::uint64_t position() const { return position_; }
-  void set_position(std::uint64_t p);
   std::uint64_t windows() const { return windows_; }
 
  private:
