@@ -171,7 +171,8 @@ struct RowKernelsOf {
     return V::hmax(mx);
   }
 
-  // s[j] = exp(s[j] - m) for j < valid; returns the sum (fixed order).
+  // Returns sum_j exp(in[j] - m) over j < valid (fixed order); with kStore, out[j] = each term.
+  template <bool kStore>
   static float exp_shift_sum(const float* in, float* out, int valid, float m) {
     const vf vm = V::set1(m);
     vf sum = V::set1(0.0f);
@@ -179,7 +180,7 @@ struct RowKernelsOf {
       vf e = vexp(V::sub(ld<T>(in + j, cnt), vm));
       if constexpr (T) e = V::keep(e, cnt);
       sum = V::add(sum, e);
-      st<T>(out + j, e, cnt);
+      if constexpr (kStore) st<T>(out + j, e, cnt);
     });
     return V::hsum(sum);
   }
@@ -189,7 +190,7 @@ struct RowKernelsOf {
       float* sr = s + static_cast<std::size_t>(r) * static_cast<std::size_t>(lds);
       const int valid = row0 + r + 1;
       const float m = row_max(sr, valid);
-      const float sum = exp_shift_sum(sr, sr, valid, m);
+      const float sum = exp_shift_sum<true>(sr, sr, valid, m);
       lse[r] = m + __builtin_logf(sum);
       const vf inv = V::set1(1.0f / sum);
       for_vectors(static_cast<std::size_t>(valid), [&]<bool T>(std::size_t j, int cnt) {
@@ -237,14 +238,7 @@ struct RowKernelsOf {
 
   static float logsumexp(const float* x, int n) {
     const float m = row_max(x, n);
-    const vf vm = V::set1(m);
-    vf sum = V::set1(0.0f);
-    for_vectors(static_cast<std::size_t>(n), [&]<bool T>(std::size_t j, int cnt) {
-      vf e = vexp(V::sub(ld<T>(x + j, cnt), vm));
-      if constexpr (T) e = V::keep(e, cnt);
-      sum = V::add(sum, e);
-    });
-    return m + __builtin_logf(V::hsum(sum));
+    return m + __builtin_logf(exp_shift_sum<false>(x, nullptr, n, m));
   }
 
   static void softmax_scaled(const float* x, float lse, float scale, float* dx, int n) {
