@@ -27,21 +27,8 @@ void check_sizes(int B, int T, int C, int NH) {
 
 detail::Gemm make(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
                   const float* B, int ldb, float beta, float* C, int ldc) {
-  detail::Gemm g;
-  g.trans_a = ta;
-  g.trans_b = tb;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.alpha = alpha;
-  g.A = A;
-  g.lda = lda;
-  g.B = B;
-  g.ldb = ldb;
-  g.beta = beta;
-  g.C = C;
-  g.ldc = ldc;
-  return g;
+  return {.trans_a = ta, .trans_b = tb, .M = M, .N = N, .K = K, .alpha = alpha, .A = A,
+          .lda = lda, .B = B, .ldb = ldb, .beta = beta, .C = C, .ldc = ldc};
 }
 
 int panels(int n) {
