@@ -37,7 +37,6 @@ class Gpt : public Module {
   void backward(Context& ctx, float scale);
   // Logits [B*T, V] for tokens [B, T], nothing saved (evaluation, sampling).
   Tensor logits(Context& ctx, const std::int32_t* tokens, int B, int T);
-  std::int64_t last_valid_targets() const { return n_valid_; }
 
   void clear_saved() override;
 
