@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -198,11 +199,10 @@ int run(const Args& a) {
       tokens_since = 0;
     }
     // Every rank stops at the same step: agree on signals and background-save failures.
-    std::int32_t flags[2] = {examples::stop_requested() ? 1 : 0,
-                             checkpoints.background_failed() ? 1 : 0};
-    if (world.group().size() > 1)
-      world.group().all_reduce(parallel::span(flags, 2), parallel::span(flags, 2),
-                               parallel::ReduceOp::max).wait();
+    const auto flags = world.group().all_reduce_values(
+        std::array<std::int32_t, 2>{examples::stop_requested() ? 1 : 0,
+                                    checkpoints.background_failed() ? 1 : 0},
+        parallel::ReduceOp::max);
     if (flags[1]) checkpoints.finish();  // throws on every rank
     const bool exit_now = a.exit_after_steps > 0 && step - start >= a.exit_after_steps;
     stopped = (flags[0] || exit_now) && step < steps;  // at the last step it is a finish

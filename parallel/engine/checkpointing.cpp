@@ -88,11 +88,8 @@ void wait_for(const Work& w, const Group& g, bool polling) {
 
 // Collective: whether every rank passed ok = true.
 bool ranks_ok(const Group& g, bool ok, bool polling) {
-  auto bad = std::make_shared<std::int32_t>(ok ? 0 : 1);
-  Work w = g.all_reduce(span(bad.get(), 1), span(bad.get(), 1), ReduceOp::max);
-  w.keep_alive(bad);
-  wait_for(w, g, polling);
-  return *bad == 0;
+  return g.all_reduce_value<std::int32_t>(ok ? 0 : 1, ReduceOp::max,
+                                          [&](const Work& w) { wait_for(w, g, polling); }) == 0;
 }
 
 // Collective: every rank's text on rank 0, in rank order (two all-gathers: lengths, then the

@@ -30,15 +30,8 @@ DataParallelEngine::DataParallelEngine(Group dp, nn::Model& model, nn::ParamStor
 
 train::ShardReductions dp_reductions(const Group& dp) {
   train::ShardReductions r;
-  r.sum = [dp](double v) {
-    dp.all_reduce(span(&v, 1), span(&v, 1), ReduceOp::sum).wait();
-    return v;
-  };
-  r.any = [dp](bool b) {
-    std::int32_t x = b ? 1 : 0;
-    dp.all_reduce(span(&x, 1), span(&x, 1), ReduceOp::max).wait();
-    return x != 0;
-  };
+  r.sum = [dp](double v) { return dp.all_reduce_value(v, ReduceOp::sum); };
+  r.any = [dp](bool b) { return dp.all_reduce_value<std::int32_t>(b ? 1 : 0, ReduceOp::max) != 0; };
   return r;
 }
 
@@ -90,19 +83,11 @@ EngineStep DataParallelEngine::train_step(const NextBatch& next_batch) {
 }
 
 double DataParallelEngine::mean_over_dp(double v) const {
-  if (dp_.size() == 1) return v;
-  Tensor t = Tensor::empty({1}, DType::f64, TensorOptions{}.with(Tier::host).with(Category::comm));
-  t.data<double>()[0] = v;
-  dp_.all_reduce(t, ReduceOp::avg).wait();
-  return t.data<double>()[0];
+  return dp_.all_reduce_value(v, ReduceOp::avg);
 }
 
 double DataParallelEngine::max_over_dp(double v) const {
-  if (dp_.size() == 1) return v;
-  Tensor t = Tensor::empty({1}, DType::f64, TensorOptions{}.with(Tier::host).with(Category::comm));
-  t.data<double>()[0] = v;
-  dp_.all_reduce(t, ReduceOp::max).wait();
-  return t.data<double>()[0];
+  return dp_.all_reduce_value(v, ReduceOp::max);
 }
 
 }  // namespace strata::parallel
