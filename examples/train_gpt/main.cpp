@@ -131,14 +131,17 @@ int run(const Args& a) {
   const train::Precision prec = train::precision_of(cfg);
   const DType pd = train::param_dtype(prec);
   const int stage = cfg.zero_optimization.stage;
+  const train::TrainerOptions topts = train::trainer_options(cfg);
+  // AdamW8bit: every owned slice whole quantization blocks.
+  const int pad = train::state_pad_multiple(topts, stage == 0 ? 1 : dp.size());
   nn::ParamStoreOptions so =
-      parallel::ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, 1, {}}, stage, dp);
+      parallel::ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, pad, {}}, stage, dp);
   // ZeRO-3 parameter slices: on the device, or offloaded to host memory / NVMe swap files.
   so.value_store = offload::make_value_shard_store(cfg, world.group().rank(), so.memory);
   nn::ParamStore store(model.units(), so);
   store.initialize(cfg.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
-  train::Trainer trainer(store, train::trainer_options(cfg),
+  train::Trainer trainer(store, topts,
                          stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{},
                          offload::make_state_store(cfg, world.group().rank(), TensorOptions{}));
   parallel::EngineOptions eo;
@@ -169,9 +172,12 @@ int run(const Args& a) {
     double psi = 0;
     for (std::size_t u = 0; u < store.num_units(); ++u) psi += static_cast<double>(store.layout(u).padded);
     const double pb = static_cast<double>(dtype_size(pd));
-    const double ob = (pd == DType::f32 ? 0.0 : 4.0) + 4.0 +
-                      (cfg.optimizer.type == config::OptimizerType::sgd ? 0.0 : 4.0);
-    const auto pred = parallel::zero_prediction(stage, grid.dp_size(), psi, pb, pb, ob);
+    std::vector<Shape> shapes;
+    for (const nn::Parameter* p : store.parameters()) shapes.push_back(p->shape);
+    const auto ob = parallel::optimizer_state_bytes(topts, pd != DType::f32, shapes);
+    const auto pred =
+        parallel::zero_prediction(stage, grid.dp_size(), psi, pb, pb, ob.per_element, ob.replicated);
+    std::printf("optimizer %s\n", parallel::describe(topts, pd != DType::f32, ob).c_str());
     parallel::ModelStateBytes got;
     got.params = static_cast<double>(ledger.current(Tier::device, Category::params));
     got.grads = static_cast<double>(ledger.current(Tier::device, Category::grads));

@@ -189,10 +189,46 @@ void check_params(const Reader& r, std::string_view section, std::string_view ty
   }
 }
 
+// Adafactor's params: transformers.optimization.Adafactor's names, defaults and rules.
+void read_adafactor(const Reader& r, Optimizer& o) {
+  o.weight_decay = 0.0;
+  o.adam_w_mode = true;
+  if (r.has("optimizer.params.eps")) {
+    const json& e = *r.at("optimizer.params.eps");
+    if (!e.is_array())
+      user_fail("config", "optimizer.params.eps is {}; Adafactor takes a pair [eps1, eps2] "
+                "(default [1e-30, 0.001]: added to grad², and the least parameter scale)",
+                e.dump());
+    r.get("optimizer.params.eps", o.adafactor_eps, kPositive);
+  }
+  r.get("optimizer.params.clip_threshold", o.clip_threshold, kPositive);
+  r.get("optimizer.params.decay_rate", o.decay_rate, NumRange{-1, 0, false, true});
+  if (r.has("optimizer.params.beta1")) {
+    double b = 0;
+    r.get("optimizer.params.beta1", b, kUnitOpen);
+    o.beta1 = b;
+  }
+  r.get("optimizer.params.weight_decay", o.weight_decay, kNonNegative);
+  r.get("optimizer.params.scale_parameter", o.scale_parameter);
+  r.get("optimizer.params.relative_step", o.relative_step);
+  r.get("optimizer.params.warmup_init", o.warmup_init);
+  if (o.relative_step && r.has("optimizer.params.lr"))
+    user_fail("config", "optimizer.params.lr is given but Adafactor's relative_step is true (the "
+              "step size is then min(1e-2, 1/sqrt(step))); remove lr, or set "
+              "optimizer.params.relative_step to false to use it");
+  if (o.warmup_init && !o.relative_step)
+    user_fail("config", "optimizer.params.warmup_init is true but relative_step is false; "
+              "warmup_init shapes the relative step size: set relative_step to true or remove "
+              "warmup_init");
+  r.get("optimizer.params.lr", o.lr, kNonNegative);
+}
+
 void read_optimizer(const Reader& r, Optimizer& o) {
   r.choice<OptimizerType>("optimizer.type", o.type,
                           {{"Adam", OptimizerType::adam},
                            {"AdamW", OptimizerType::adamw},
+                           {"AdamW8bit", OptimizerType::adamw8bit},
+                           {"Adafactor", OptimizerType::adafactor},
                            {"SGD", OptimizerType::sgd}});
   const std::string_view name = to_string(o.type);
   switch (o.type) {
@@ -200,14 +236,25 @@ void read_optimizer(const Reader& r, Optimizer& o) {
       check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"});
       break;
     case OptimizerType::adamw:
+    case OptimizerType::adamw8bit:
       check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay"});
       break;
     case OptimizerType::sgd:
       check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"});
       break;
+    case OptimizerType::adafactor:
+      check_params(r, "optimizer", name,
+                   {"lr", "eps", "clip_threshold", "decay_rate", "beta1", "weight_decay",
+                    "scale_parameter", "relative_step", "warmup_init"});
+      read_adafactor(r, o);
+      return;
   }
-  o.weight_decay = o.type == OptimizerType::adamw ? 0.01 : 0.0;
+  o.weight_decay =
+      o.type == OptimizerType::adamw || o.type == OptimizerType::adamw8bit ? 0.01 : 0.0;
   o.adam_w_mode = o.type != OptimizerType::sgd;
+  if (r.has("optimizer.params.eps") && !r.at("optimizer.params.eps")->is_number())
+    user_fail("config", "optimizer.params.eps is {}; {} takes one number (the pair [eps1, eps2] "
+              "is Adafactor's)", r.at("optimizer.params.eps")->dump(), name);
   r.get("optimizer.params.lr", o.lr, kNonNegative);
   r.get("optimizer.params.betas", o.betas, kUnitOpen);
   r.get("optimizer.params.eps", o.eps, kPositive);

@@ -25,6 +25,9 @@ train::ShardReductions dp_reductions(const Group& dp) {
     dp.all_reduce(span(&v, 1), span(&v, 1), ReduceOp::sum).wait();
     return v;
   };
+  r.sum_vector = [dp](std::span<double> v) {
+    if (!v.empty()) dp.all_reduce(span(v.data(), v.size()), span(v.data(), v.size()), ReduceOp::sum).wait();
+  };
   r.any = [dp](bool b) {
     std::int32_t x = b ? 1 : 0;
     dp.all_reduce(span(&x, 1), span(&x, 1), ReduceOp::max).wait();
