@@ -104,7 +104,7 @@ const BadConfig kBad[] = {
      {"strata.pipeline_parallel_size 4 is more than strata.model.n_layer 2"}},
     {"UnsupportedOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Lamb"}})",
-     {"optimizer.type is \"Lamb\"; allowed: \"Adam\", \"AdamW\", \"SGD\""}},
+     {"optimizer.type is \"Lamb\"; allowed: \"Adam\", \"AdamW\", \"AdamW8bit\", \"Adafactor\", \"SGD\""}},
     {"OptimizerTypo",
      "{" MICRO R"(, "optimizer": {"type": "AdamWW"}})",
      {"did you mean \"AdamW\"?"}},
