@@ -400,7 +400,9 @@ void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out
     const DType pd = store_.options().param_dtype;
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
-      const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));
+      // (A rank may own padding only: AdamW8bit pads each unit to whole blocks per rank.)
+      const auto pieces = ck::split_flat_range(flat_params(l), l.lo,
+                                               std::max(l.lo, std::min(l.hi, l.numel)));
       train::UnitOptimizerState& s = states.acquire(u);
       try {
         const nn::ValueShardScope held(store_, u, true);

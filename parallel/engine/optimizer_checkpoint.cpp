@@ -175,7 +175,7 @@ void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn:
       if (x->defined()) x->zero();
     return;
   }
-  const std::int64_t hi = std::min(l.hi, l.numel);
+  const std::int64_t hi = std::max(l.lo, std::min(l.hi, l.numel));  // padding only: none
   const std::vector<ck::FlatParam> params = flat_params(l);
   const auto pieces = ck::split_flat_range(params, l.lo, hi);
   auto read_elem = [&](std::string_view kind, Tensor& dst) {

@@ -68,7 +68,10 @@ struct Replica {
           bool overlap = true, bool checkpointing = true, TensorOptions mem = {})
       : gpt(c),
         store(gpt.units(), parallel::ZeroHooks::store_options(
-                               nn::ParamStoreOptions{dt, dt, 1, mem}, stage, dp)),
+                               nn::ParamStoreOptions{dt, dt,
+                                                     train::state_pad_multiple(o, stage == 0 ? 1 : dp.size()),
+                                                     mem},
+                               stage, dp)),
         // initialise before the trainer copies values into its master weights
         trainer((store.initialize(5), store), o,
                 stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{}),
