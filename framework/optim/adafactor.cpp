@@ -36,11 +36,123 @@ void round_to_16(const float* src, std::uint16_t* dst, std::size_t n, DType dt16
   else f32_to_f16(src, dst, n);
 }
 
+
+// The kernels below are plain loops over contiguous rows, compiled for AVX2+FMA and for the
+// baseline (chosen at run time). -ffp-contract=off and explicit fma keep the arithmetic the same
+// in both; sums use 8 independent accumulators in a fixed order (deterministic, vectorisable).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define STRATA_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define STRATA_CLONES
+#endif
+
+constexpr std::size_t kLanes = 8;
+
+inline double fold(const double* acc) {
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Sum over columns [c0, c1) of row (g = row + c) of (g·gs)² + eps1.
+STRATA_CLONES double row_sq_sum(const float* row, std::int64_t c0, std::int64_t c1, float gs,
+                                float eps1) {
+  double acc[kLanes] = {};
+  const float* g = row + c0;
+  const auto n = static_cast<std::size_t>(c1 - c0);
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t k = 0; k < kLanes; ++k) acc[k] += sq_plus_eps(g[i + k] * gs, eps1);
+  for (; i < n; ++i) acc[0] += sq_plus_eps(g[i] * gs, eps1);
+  return fold(acc);
+}
+
+// col[c] += (row[c]·gs)² + eps1 for c in [c0, c1).
+STRATA_CLONES void col_sq_add(const float* row, std::int64_t c0, std::int64_t c1, float gs,
+                              float eps1, double* col) {
+  for (std::int64_t c = c0; c < c1; ++c) col[c] += sq_plus_eps(row[c] * gs, eps1);
+}
+
+// Sum of ((rf·cf[c])·(g[c]·gs))² over n columns.
+STRATA_CLONES double factored_sq_sum(const float* g, float rf, const float* cf, std::size_t n,
+                                     float gs) {
+  double acc[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t k = 0; k < kLanes; ++k) {
+      const float u = (rf * cf[i + k]) * (g[i + k] * gs);
+      acc[k] += static_cast<double>(u) * u;
+    }
+  for (; i < n; ++i) {
+    const float u = (rf * cf[i]) * (g[i] * gs);
+    acc[0] += static_cast<double>(u) * u;
+  }
+  return fold(acc);
+}
+
+STRATA_CLONES double vector_sq_sum(const float* grad, const float* v, std::size_t n, float gs,
+                                   float eps1, float b, float c) {
+  double acc[kLanes] = {};
+  auto term = [&](std::size_t i) {
+    const float g = grad[i] * gs;
+    const float vn = std::fma(sq_plus_eps(g, eps1), c, v[i] * b);
+    const float u = (1.0f / std::sqrt(vn)) * g;
+    return static_cast<double>(u) * u;
+  };
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t k = 0; k < kLanes; ++k) acc[k] += term(i + k);
+  for (; i < n; ++i) acc[0] += term(i);
+  return fold(acc);
+}
+
+// Calls f(row, c0, c1, offset) for each row segment of the flat range [first, first + n) of a
+// matrix with `cols` columns; offset = the segment's position in the range.
+template <typename F>
+void for_row_segments(std::int64_t first, std::size_t n, std::int64_t cols, F&& f) {
+  const std::int64_t last = first + static_cast<std::int64_t>(n);
+  for (std::int64_t at = first; at < last;) {
+    const std::int64_t r = at / cols, c0 = at - r * cols;
+    const std::int64_t c1 = std::min(cols, c0 + (last - at));
+    f(r, c0, c1, static_cast<std::size_t>(at - first));
+    at += c1 - c0;
+  }
+}
+
 // The scalars of an update in f32, as torch applies python floats to f32 tensors.
 struct ApplyConsts {
   float grad_scale, clip, lr, b1, c1, wd;
   bool beta1, decay;
 };
+
+// The common tail of both updates for one element whose raw update is u.
+inline void finish(float& p, float u, float* m, const ApplyConsts& c) {
+  u = u / c.clip;
+  u = u * c.lr;
+  if (c.beta1) {
+    *m = std::fma(u, c.c1, *m * c.b1);
+    u = *m;
+  }
+  if (c.decay) p = std::fma(p, c.wd, p);
+  p = p - u;
+}
+
+STRATA_CLONES void apply_row(float* p, const float* g, float* m, float rf, const float* cf,
+                             std::size_t n, const ApplyConsts& k) {
+  if (m) {
+    for (std::size_t i = 0; i < n; ++i) finish(p[i], (rf * cf[i]) * (g[i] * k.grad_scale), m + i, k);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) finish(p[i], (rf * cf[i]) * (g[i] * k.grad_scale), nullptr, k);
+  }
+}
+
+STRATA_CLONES void apply_vector_range(float* p, const float* grad, float* v, float* m,
+                                      std::size_t n, float eps1, float b2, float c2,
+                                      const ApplyConsts& k) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float g = grad[i] * k.grad_scale;
+    v[i] = std::fma(sq_plus_eps(g, eps1), c2, v[i] * b2);
+    finish(p[i], (1.0f / std::sqrt(v[i])) * g, m ? m + i : nullptr, k);
+  }
+}
 
 ApplyConsts apply_consts(const AdafactorHyper& h, const AdafactorScalars& s) {
   ApplyConsts c{};
@@ -53,18 +165,6 @@ ApplyConsts apply_consts(const AdafactorHyper& h, const AdafactorScalars& s) {
   c.decay = h.weight_decay != 0.0;
   c.wd = static_cast<float>(-h.weight_decay * s.lr);
   return c;
-}
-
-// The common tail of both updates for one element whose raw update is u.
-inline void finish(float& p, float u, float* m, const ApplyConsts& c) {
-  u = u / c.clip;
-  u = u * c.lr;
-  if (c.beta1) {
-    *m = std::fma(u, c.c1, *m * c.b1);
-    u = *m;
-  }
-  if (c.decay) p = std::fma(p, c.wd, p);
-  p = p - u;
 }
 
 void check_16(std::uint16_t* param16, DType dt16) {
@@ -121,7 +221,7 @@ void adafactor_sq_sums(const float* grad, std::int64_t first, std::size_t n, std
   // Row r's part of the range: columns [c_lo(r), c_hi(r)).
   auto c_lo = [&](std::int64_t r) { return r == r0 ? first - r0 * cols : 0; };
   auto c_hi = [&](std::int64_t r) { return r == r1 ? last - r1 * cols : cols; };
-  auto at = [&](std::int64_t r, std::int64_t c) { return grad[r * cols + c - first]; };
+  auto row_ptr = [&](std::int64_t r) { return grad + (r * cols - first); };
   // Rows: one thread per row.
   const std::int64_t nrows = r1 - r0 + 1;
 #ifdef _OPENMP
@@ -129,9 +229,7 @@ void adafactor_sq_sums(const float* grad, std::int64_t first, std::size_t n, std
 #endif
   for (std::int64_t k = 0; k < nrows; ++k) {
     const std::int64_t r = r0 + k;
-    double s = 0.0;
-    for (std::int64_t c = c_lo(r); c < c_hi(r); ++c) s += sq_plus_eps(at(r, c) * gs, eps1);
-    row_sums[r] += s;
+    row_sums[r] += row_sq_sum(row_ptr(r), c_lo(r), c_hi(r), gs, eps1);
   }
   // Columns: stripes, each over the rows in order.
   const std::int64_t stripes = (cols + kStripe - 1) / kStripe;
@@ -142,7 +240,7 @@ void adafactor_sq_sums(const float* grad, std::int64_t first, std::size_t n, std
     const std::int64_t s0 = k * kStripe, s1 = std::min(cols, s0 + kStripe);
     for (std::int64_t r = r0; r <= r1; ++r) {
       const std::int64_t a = std::max(s0, c_lo(r)), b = std::min(s1, c_hi(r));
-      for (std::int64_t c = a; c < b; ++c) col_sums[c] += sq_plus_eps(at(r, c) * gs, eps1);
+      if (a < b) col_sq_add(row_ptr(r), a, b, gs, eps1, col_sums);
     }
   }
 }
@@ -168,16 +266,11 @@ double adafactor_factored_sumsq(const float* grad, std::int64_t first, std::size
                                 std::int64_t cols, float gs, const float* rf, const float* cf) {
   return chunked_sum(n, [&](std::size_t b, std::size_t count) {
     double s = 0.0;
-    std::int64_t idx = first + static_cast<std::int64_t>(b);
-    std::int64_t r = idx / cols, c = idx % cols;
-    for (std::size_t i = b; i < b + count; ++i) {
-      const float u = (rf[r] * cf[c]) * (grad[i] * gs);
-      s += static_cast<double>(u) * u;
-      if (++c == cols) {
-        c = 0;
-        ++r;
-      }
-    }
+    for_row_segments(first + static_cast<std::int64_t>(b), count, cols,
+                     [&](std::int64_t r, std::int64_t c0, std::int64_t c1, std::size_t at) {
+                       s += factored_sq_sum(grad + b + at, rf[r], cf + c0,
+                                            static_cast<std::size_t>(c1 - c0), gs);
+                     });
     return s;
   });
 }
@@ -186,14 +279,7 @@ double adafactor_vector_sumsq(const float* grad, const float* v, std::size_t n, 
                               float eps1, double beta2) {
   const float b = static_cast<float>(beta2), c = static_cast<float>(1.0 - beta2);
   return chunked_sum(n, [&](std::size_t from, std::size_t count) {
-    double s = 0.0;
-    for (std::size_t i = from; i < from + count; ++i) {
-      const float g = grad[i] * gs;
-      const float vn = std::fma(sq_plus_eps(g, eps1), c, v[i] * b);
-      const float u = (1.0f / std::sqrt(vn)) * g;
-      s += static_cast<double>(u) * u;
-    }
-    return s;
+    return vector_sq_sum(grad + from, v + from, count, gs, eps1, b, c);
   });
 }
 
@@ -205,16 +291,12 @@ void adafactor_apply_factored(float* param, const float* grad, float* m, std::in
   STRATA_CHECK(n == 0 || !h.has_beta1() || m, "optim", "Adafactor with beta1 needs its first moment");
   const ApplyConsts k = apply_consts(h, s);
   detail::for_each_chunk(n, [&](std::size_t b, std::size_t count) {
-    std::int64_t idx = first + static_cast<std::int64_t>(b);
-    std::int64_t r = idx / cols, c = idx % cols;
-    for (std::size_t i = b; i < b + count; ++i) {
-      const float u = (rf[r] * cf[c]) * (grad[i] * k.grad_scale);
-      finish(param[i], u, m ? m + i : nullptr, k);
-      if (++c == cols) {
-        c = 0;
-        ++r;
-      }
-    }
+    for_row_segments(first + static_cast<std::int64_t>(b), count, cols,
+                     [&](std::int64_t r, std::int64_t c0, std::int64_t c1, std::size_t at) {
+                       const std::size_t i = b + at;
+                       apply_row(param + i, grad + i, m ? m + i : nullptr, rf[r], cf + c0,
+                                 static_cast<std::size_t>(c1 - c0), k);
+                     });
     if (param16) round_to_16(param + b, param16 + b, count, dt16);
   });
 }
@@ -228,11 +310,7 @@ void adafactor_apply_vector(float* param, const float* grad, float* v, float* m,
   const float b2 = static_cast<float>(s.beta2), c2 = static_cast<float>(1.0 - s.beta2);
   const float eps1 = static_cast<float>(h.eps1);
   detail::for_each_chunk(n, [&](std::size_t b, std::size_t count) {
-    for (std::size_t i = b; i < b + count; ++i) {
-      const float g = grad[i] * k.grad_scale;
-      v[i] = std::fma(sq_plus_eps(g, eps1), c2, v[i] * b2);
-      finish(param[i], (1.0f / std::sqrt(v[i])) * g, m ? m + i : nullptr, k);
-    }
+    apply_vector_range(param + b, grad + b, v + b, m ? m + b : nullptr, count, eps1, b2, c2, k);
     if (param16) round_to_16(param + b, param16 + b, count, dt16);
   });
 }

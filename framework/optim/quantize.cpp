@@ -163,8 +163,16 @@ STRATA_AVX2 __m128i quantize8_avx2(const Code& c, __m256 y) {
   const __m256i mbits = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
   __m256i cell = _mm256_sub_epi32(_mm256_srli_epi32(mbits, kCellShift), _mm256_set1_epi32(kCellBase));
   cell = _mm256_min_epi32(_mm256_max_epi32(cell, _mm256_setzero_si256()), _mm256_set1_epi32(kCellMax));
-  __m256i mi = _mm256_i32gather_epi32(c.below.data(), cell, 4);
-  const __m256 t = _mm256_i32gather_ps(c.thresholds.data(), mi, 4);
+  // Table lookups by scalar loads: on AMD Zen an 8-lane gather costs more than 8 loads.
+  alignas(32) std::int32_t ci[8], mv[8];
+  alignas(32) float tv[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(ci), cell);
+  for (int k = 0; k < 8; ++k) {
+    mv[k] = c.below[static_cast<std::size_t>(ci[k])];
+    tv[k] = c.thresholds[static_cast<std::size_t>(mv[k])];
+  }
+  __m256i mi = _mm256_load_si256(reinterpret_cast<const __m256i*>(mv));
+  const __m256 t = _mm256_load_ps(tv);
   // a > t: +1 (the compare mask is -1 where true).
   mi = _mm256_sub_epi32(mi, _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(mbits), t, _CMP_GT_OQ)));
   __m256i s = mi;
@@ -202,8 +210,10 @@ STRATA_AVX2 void dequantize_avx2(const Code& c, const std::uint8_t* q, std::size
   const __m256 av = _mm256_set1_ps(a);
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i)));
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_i32gather_ps(c.by_byte.data(), idx, 4), av));
+    const float* t = c.by_byte.data();
+    const __m256 vals = _mm256_setr_ps(t[q[i]], t[q[i + 1]], t[q[i + 2]], t[q[i + 3]], t[q[i + 4]],
+                                       t[q[i + 5]], t[q[i + 6]], t[q[i + 7]]);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(vals, av));
   }
   for (; i < n; ++i) out[i] = c.by_byte[q[i]] * a;
 }
