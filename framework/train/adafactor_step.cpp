@@ -9,6 +9,27 @@
 
 namespace strata::train {
 
+namespace {
+
+// Calls f(u, state, grad) for every unit in order with its state acquired (released dirty or
+// not, also when f throws) and its owned gradients as f32.
+template <typename F>
+void for_each_unit(nn::ParamStore& store, OptimizerStateStore& states, bool dirty, F&& f) {
+  for (std::size_t u = 0; u < store.num_units(); ++u) {
+    UnitOptimizerState& s = states.acquire(u);
+    try {
+      Tensor keep;
+      f(u, s, f32_grad(store, u, keep));
+    } catch (...) {
+      states.release(u, dirty);
+      throw;
+    }
+    states.release(u, dirty);
+  }
+}
+
+}  // namespace
+
 AdafactorStep::AdafactorStep(const nn::ParamStore& store, const optim::AdafactorHyper& h)
     : h_(h), h_nodecay_(h) {
   optim::validate(h);
@@ -61,37 +82,28 @@ double AdafactorStep::run(nn::ParamStore& store, OptimizerStateStore& states,
   std::vector<float> stats(F);  // every unit's statistics: old, then new
 
   // ---- pass 1 ----
-  for (std::size_t u = 0; u < units_.size(); ++u) {
+  for_each_unit(store, states, false, [&](std::size_t u, UnitOptimizerState& s, const float* g) {
     const Unit& unit = units_[u];
     const nn::UnitLayout& l = store.layout(u);
-    UnitOptimizerState& s = states.acquire(u);
-    try {
-      if (unit.factored > 0)
-        std::copy_n(s.factored.data<float>(), unit.factored, stats.data() + unit.fac_base);
-      Tensor keep;
-      const float* g = f32_grad(store, u, keep);
-      const nn::ValueShardScope held(store, u, false);
-      const float* master = pd == DType::f32 ? held.get().data<float>() : s.master.data<float>();
-      for (const Param& p : unit.params) {
-        if (p.a >= p.b) continue;
-        const std::int64_t off = p.a - l.lo;
-        const auto n = static_cast<std::size_t>(p.b - p.a);
-        if (h_.scale_parameter) p_sq[p.global] += optim::sum_squares(master + off, n);
-        if (p.factored) {
-          double* rows = fac_sums + unit.fac_base + p.fac;
-          optim::adafactor_sq_sums(g + off, p.a - p.offset, n, p.cols, grad_scale, eps1, rows,
-                                   rows + p.rows);
-        } else {
-          u_sq[p.global] += optim::adafactor_vector_sumsq(g + off, s.v.data<float>() + p.v, n,
-                                                          grad_scale, eps1, beta2);
-        }
+    if (unit.factored > 0)
+      std::copy_n(s.factored.data<float>(), unit.factored, stats.data() + unit.fac_base);
+    const nn::ValueShardScope held(store, u, false);
+    const float* master = pd == DType::f32 ? held.get().data<float>() : s.master.data<float>();
+    for (const Param& p : unit.params) {
+      if (p.a >= p.b) continue;
+      const std::int64_t off = p.a - l.lo;
+      const auto n = static_cast<std::size_t>(p.b - p.a);
+      if (h_.scale_parameter) p_sq[p.global] += optim::sum_squares(master + off, n);
+      if (p.factored) {
+        double* rows = fac_sums + unit.fac_base + p.fac;
+        optim::adafactor_sq_sums(g + off, p.a - p.offset, n, p.cols, grad_scale, eps1, rows,
+                                 rows + p.rows);
+      } else {
+        u_sq[p.global] += optim::adafactor_vector_sumsq(g + off, s.v.data<float>() + p.v, n,
+                                                        grad_scale, eps1, beta2);
       }
-    } catch (...) {
-      states.release(u, false);
-      throw;
     }
-    states.release(u, false);
-  }
+  });
   red.sum_vector(red1);
 
   // ---- the new statistics (the same on every shard) and the matrices' update sums ----
@@ -125,49 +137,40 @@ double AdafactorStep::run(nn::ParamStore& store, OptimizerStateStore& states,
   red.sum_vector(u_sq_fac);
 
   // ---- pass 2 ----
-  for (std::size_t u = 0; u < units_.size(); ++u) {
+  for_each_unit(store, states, true, [&](std::size_t u, UnitOptimizerState& s, const float* g) {
     const Unit& unit = units_[u];
     const nn::UnitLayout& l = store.layout(u);
-    UnitOptimizerState& s = states.acquire(u);
-    try {
-      if (unit.factored > 0)
-        std::copy_n(stats.data() + unit.fac_base, unit.factored, s.factored.data<float>());
-      Tensor keep;
-      const float* g = f32_grad(store, u, keep);
-      const nn::ValueShardScope held(store, u, /*dirty=*/true);
-      const Tensor& vshard = held.get();
-      float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
-      auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
-      for (const Param& p : unit.params) {
-        if (p.a >= p.b) continue;
-        const std::int64_t off = p.a - l.lo;
-        const auto n = static_cast<std::size_t>(p.b - p.a);
-        const double numel = static_cast<double>(p.numel);
-        optim::AdafactorScalars sc;
-        sc.grad_scale = grad_scale;
-        sc.beta2 = beta2;
-        const double usq = p.factored ? u_sq_fac[p.global] : u_sq[p.global];
-        sc.clip_divisor = optim::adafactor_clip_divisor(h_, std::sqrt(usq / numel));
-        sc.lr = optim::adafactor_lr(h_, rho, std::sqrt(p_sq[p.global] / numel));
-        const optim::AdafactorHyper& hh = p.decay ? h_ : h_nodecay_;
-        float* m = h_.has_beta1() ? s.m.data<float>() + off : nullptr;
-        std::uint16_t* q = p16 ? p16 + off : nullptr;
-        if (p.factored) {
-          const std::int64_t at = unit.fac_base + p.fac;
-          optim::adafactor_apply_factored(master + off, g + off, m, p.a - p.offset, n, p.cols,
-                                          factors.data() + at, factors.data() + at + p.rows, hh,
-                                          sc, q, pd);
-        } else {
-          optim::adafactor_apply_vector(master + off, g + off, s.v.data<float>() + p.v, m, n, hh,
-                                        sc, q, pd);
-        }
+    if (unit.factored > 0)
+      std::copy_n(stats.data() + unit.fac_base, unit.factored, s.factored.data<float>());
+    const nn::ValueShardScope held(store, u, /*dirty=*/true);
+    const Tensor& vshard = held.get();
+    float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
+    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
+    for (const Param& p : unit.params) {
+      if (p.a >= p.b) continue;
+      const std::int64_t off = p.a - l.lo;
+      const auto n = static_cast<std::size_t>(p.b - p.a);
+      const double numel = static_cast<double>(p.numel);
+      optim::AdafactorScalars sc;
+      sc.grad_scale = grad_scale;
+      sc.beta2 = beta2;
+      const double usq = p.factored ? u_sq_fac[p.global] : u_sq[p.global];
+      sc.clip_divisor = optim::adafactor_clip_divisor(h_, std::sqrt(usq / numel));
+      sc.lr = optim::adafactor_lr(h_, rho, std::sqrt(p_sq[p.global] / numel));
+      const optim::AdafactorHyper& hh = p.decay ? h_ : h_nodecay_;
+      float* m = h_.has_beta1() ? s.m.data<float>() + off : nullptr;
+      std::uint16_t* q = p16 ? p16 + off : nullptr;
+      if (p.factored) {
+        const std::int64_t at = unit.fac_base + p.fac;
+        optim::adafactor_apply_factored(master + off, g + off, m, p.a - p.offset, n, p.cols,
+                                        factors.data() + at, factors.data() + at + p.rows, hh, sc,
+                                        q, pd);
+      } else {
+        optim::adafactor_apply_vector(master + off, g + off, s.v.data<float>() + p.v, m, n, hh,
+                                      sc, q, pd);
       }
-    } catch (...) {
-      states.release(u, true);
-      throw;
     }
-    states.release(u, true);
-  }
+  });
   return rho;
 }
 
