@@ -16,6 +16,7 @@
 #include "framework/checkpoint/consolidated.hpp"
 #include "framework/checkpoint/hf_gpt2.hpp"
 #include "framework/checkpoint/manifest.hpp"
+#include "framework/checkpoint/slice.hpp"
 #include "framework/checkpoint/verify.hpp"
 #include "framework/core/error.hpp"
 #include "framework/memory/size.hpp"
@@ -71,6 +72,7 @@ void run_inspect(const std::string& dir, bool show_slices) {
   }
   std::map<std::string, std::uint64_t> bytes_by_kind;
   std::int64_t elements = 0;
+  std::size_t state_entries = 0;
   fmt::print("\n{:<{}}  {:<{}}  {:<5}  {:>12}  {}\n", "parameter", wname, "shape", wshape, "dtype",
              "elements", "kinds (slices)");
   for (const auto& p : m.params) {
@@ -84,14 +86,18 @@ void run_inspect(const std::string& dir, bool show_slices) {
       kinds += fmt::format("{}{} ({})", kinds.empty() ? "" : ", ", k, n);
     fmt::print("{:<{}}  {:<{}}  {:<5}  {:>12}  {}\n", p.name, wname, p.shape.str(), wshape,
                dtype_name(p.dtype), p.numel(), kinds);
-    elements += p.numel();
+    if (checkpoint::is_state_entry(p.name))
+      ++state_entries;  // optimizer state of its own shape, not a parameter
+    else
+      elements += p.numel();
     if (show_slices)
       for (const auto& s : p.slices)
         fmt::print("    {:<10} [{}, {}) {} in {}:{}  {}\n", s.kind, s.begin, s.end,
                    dtype_name(s.dtype), s.file, s.dataset, fmt::format("crc32:{:08x}", s.checksum));
   }
-  fmt::print("\ntotal       {} parameters, {} elements\n", m.params.size(), elements);
-  for (const auto& [k, b] : bytes_by_kind) fmt::print("  {:<12}{}\n", k, format_bytes(b));
+  fmt::print("\ntotal       {} parameters, {} elements{}\n", m.params.size() - state_entries, elements,
+             state_entries ? fmt::format(" (and {} optimizer-state entries)", state_entries) : "");
+  for (const auto& [k, b] : bytes_by_kind) fmt::print("  {:<18}{}\n", k, format_bytes(b));
 }
 
 void run_verify(const std::string& dir, bool all, bool quick) {

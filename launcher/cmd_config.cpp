@@ -62,6 +62,8 @@ std::string kind_label(config::Kind k) {
       return "size";
     case config::Kind::number_pair:
       return "[number, number]";
+    case config::Kind::number_or_pair:
+      return "number or [number, number]";
     case config::Kind::object:
       return "object";
   }

@@ -4,38 +4,49 @@
 
 namespace strata::offload {
 
-namespace {
-Tensor view_at(std::byte* base, std::uint64_t offset, std::int64_t n) {
-  auto s = Storage::wrap(base + offset, static_cast<std::size_t>(n) * 4, Device::cpu());
-  return Tensor(std::move(s), DType::f32, Shape{n}, {1}, 0);
-}
-}  // namespace
+using train::UnitOptimizerState;
 
 PackedStateLayout pack(const train::StateLayout& l) {
-  STRATA_CHECK(l.elements >= 0, "offload", "negative state length {}", l.elements);
+  STRATA_CHECK(l.elements >= 0 && l.packed_second_moment >= 0 && l.factored >= 0, "offload",
+               "negative state length ({} elements)", l.elements);
   PackedStateLayout p;
   p.layout = l;
-  p.segment = round_up_io(static_cast<std::uint64_t>(l.elements) * 4);
-  p.segments = (l.master ? 1 : 0) + 1 + (l.second_moment ? 1 : 0);
+  auto add = [&](bool present, std::int64_t n, DType dt, Tensor UnitOptimizerState::*member) {
+    if (!present) return;
+    p.segments.push_back({p.total, n, dt, member});
+    p.total += round_up_io(static_cast<std::uint64_t>(n) * dtype_size(dt));
+  };
+  add(l.master, l.elements, DType::f32, &UnitOptimizerState::master);
+  add(l.first_moment, l.elements, DType::f32, &UnitOptimizerState::m);
+  add(l.v_elements() > 0, l.v_elements(), DType::f32, &UnitOptimizerState::v);
+  add(l.quantized, l.elements, DType::u8, &UnitOptimizerState::m_codes);
+  add(l.quantized, l.elements, DType::u8, &UnitOptimizerState::v_codes);
+  add(l.quantized, l.blocks(), DType::f32, &UnitOptimizerState::m_absmax);
+  add(l.quantized, l.blocks(), DType::f32, &UnitOptimizerState::v_absmax);
+  add(l.factored > 0, l.factored, DType::f32, &UnitOptimizerState::factored);
   return p;
 }
 
+std::uint64_t PackedStateLayout::master_bytes() const {
+  if (!layout.master) return 0;
+  return segments.size() > 1 ? segments[1].offset : total;
+}
+
 train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base) {
-  train::UnitOptimizerState s;
-  const std::int64_t n = p.layout.elements;
-  std::uint64_t off = 0;
-  if (p.layout.master) {
-    s.master = view_at(base, off, n);
-    off += p.segment;
+  UnitOptimizerState s;
+  for (const auto& seg : p.segments) {
+    auto st = Storage::wrap(base + seg.offset,
+                            static_cast<std::size_t>(seg.elements) * dtype_size(seg.dtype),
+                            Device::cpu());
+    s.*seg.member = Tensor(std::move(st), seg.dtype, Shape{seg.elements}, {1}, 0);
   }
-  s.m = view_at(base, off, n);
-  off += p.segment;
-  if (p.layout.second_moment) s.v = view_at(base, off, n);
   return s;
 }
 
+std::uint64_t packed_bytes(const train::StateLayout& l) { return pack(l).bytes(); }
+
 std::uint64_t packed_bytes(std::int64_t elements, bool master, bool second_moment) {
-  return pack(train::StateLayout{elements, master, second_moment}).bytes();
+  return packed_bytes(train::StateLayout{elements, master, second_moment});
 }
 
 }  // namespace strata::offload

@@ -1,9 +1,12 @@
-// How one unit's optimizer state (f32 master, m, v) is packed into a byte buffer: one segment
-// per tensor, each rounded up to 4096 bytes so every segment can be read or written with O_DIRECT
-// on its own. The master copy comes first, so a freshly created unit writes only that.
+// How one unit's optimizer state is packed into a byte buffer: one segment per tensor of the
+// unit's StateLayout (f32 master, m, v; AdamW8bit's u8 codes and f32 block absmax; Adafactor's
+// factored statistics), each starting at a multiple of 4096 bytes so every segment can be read
+// or written with O_DIRECT on its own. The master copy comes first, so a freshly created unit
+// writes only that.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "framework/train/state_store.hpp"
 
@@ -11,19 +14,29 @@ namespace strata::offload {
 
 struct PackedStateLayout {
   train::StateLayout layout;
-  std::uint64_t segment = 0;  // bytes per segment (round_up_io(elements × 4))
-  int segments = 0;           // master? + m + v?
-  std::uint64_t bytes() const { return segment * static_cast<std::uint64_t>(segments); }
-  std::uint64_t master_bytes() const { return layout.master ? segment : 0; }
+  // Byte offset of each tensor present (master, m, v, m_codes, v_codes, m_absmax, v_absmax,
+  // factored, in this order) and the total, every one a multiple of 4096.
+  struct Segment {
+    std::uint64_t offset = 0;
+    std::int64_t elements = 0;
+    DType dtype = DType::f32;
+    Tensor train::UnitOptimizerState::*member = nullptr;
+  };
+  std::vector<Segment> segments;
+  std::uint64_t total = 0;
+  std::uint64_t bytes() const { return total; }
+  // Bytes before the first segment that is not the master (what a new unit writes).
+  std::uint64_t master_bytes() const;
 };
 
 PackedStateLayout pack(const train::StateLayout& l);
 
-// Views of a packed unit inside `base` (f32 tensors that do not own the memory).
+// Views of a packed unit inside `base` (tensors that do not own the memory).
 train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base);
 
-// The padded size of a packed unit for `elements` parameters with master and v: what the host
-// and NVMe tiers hold per unit.
+// The padded size of a packed unit: what the host and NVMe tiers hold per unit.
+std::uint64_t packed_bytes(const train::StateLayout& l);
+// The same for AdamW (second_moment) or SGD state of `elements` parameters.
 std::uint64_t packed_bytes(std::int64_t elements, bool master, bool second_moment);
 
 }  // namespace strata::offload

@@ -137,7 +137,7 @@ int run(const Args& a) {
   const train::Precision prec = train::precision_of(cfg);
   auto next_batch = [&](nn::Batch& b) { batches.next(b); };
   if (lead) {
-    std::fputs(examples::run_summary({cfg, grid, gc, store, cpu::num_threads(), config_file}).c_str(),
+    std::fputs(examples::run_summary({training, gc, cpu::num_threads(), config_file}).c_str(),
                stdout);
     std::fflush(stdout);
   }

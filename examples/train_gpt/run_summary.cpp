@@ -41,12 +41,12 @@ std::string write_resolved_config(const std::string& dir, const config::Config& 
 }
 
 std::string run_summary(const SummaryInputs& in) {
-  const config::Config& cfg = in.cfg;
-  const auto& g = in.grid;
+  const config::Config& cfg = in.job.config();
+  const auto& g = in.job.grid();
   const auto& m = in.model;
-  const auto& ledger = MemoryLedger::global();
+  const nn::ParamStore& store = in.job.store();
+  const auto& ledger = in.job.ledger();
   const train::Precision prec = train::precision_of(cfg);
-  const DType pd = train::param_dtype(prec);
   const int stage = cfg.zero_optimization.stage;
   std::string s;
   s += fmt::format(
@@ -55,7 +55,7 @@ std::string run_summary(const SummaryInputs& in) {
       g.world().transport(), in.threads, in.threads == 1 ? "" : "s");
   s +=
       fmt::format("model      GPT-2 {} layers, {} heads, d={}, T={}, vocab {}: {} parameters, {}\n",
-                  m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, in.store.total_numel(),
+                  m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, store.total_numel(),
                   train::precision_name(prec));
   const std::int64_t T = m.block_size;
   s += fmt::format(
@@ -70,21 +70,13 @@ std::string run_summary(const SummaryInputs& in) {
   if (cfg.gradient_clipping > 0)
     opt += fmt::format(", gradient clipping {:g}", cfg.gradient_clipping);
   s += opt + "\n";
+  s += fmt::format("           optimizer state {}\n", in.job.optimizer_state_description());
   s += fmt::format("zero       stage {}; offload: {}\n", stage, offload::describe(cfg));
-  if (const auto& vs = in.store.options().value_store)
+  if (const auto& vs = store.options().value_store)
     s += fmt::format("           parameter slices (rank 0): {}\n", vs->where());
 
-  double psi = 0;
-  for (std::size_t u = 0; u < in.store.num_units(); ++u)
-    psi += static_cast<double>(in.store.layout(u).padded);
-  const double pb = static_cast<double>(dtype_size(pd));
-  const double ob = (pd == DType::f32 ? 0.0 : 4.0) + 4.0 +
-                    (cfg.optimizer.type == config::OptimizerType::sgd ? 0.0 : 4.0);
-  const auto pred = parallel::zero_prediction(stage, g.dp_size(), psi, pb, pb, ob);
-  parallel::ModelStateBytes got;
-  got.params = static_cast<double>(ledger.current(Tier::device, Category::params));
-  got.grads = static_cast<double>(ledger.current(Tier::device, Category::grads));
-  got.optimizer = static_cast<double>(ledger.current(Tier::device, Category::optimizer));
+  const parallel::ModelStateBytes got = in.job.measured_model_states();
+  const parallel::ModelStateBytes pred = in.job.predicted_model_states();
   s += fmt::format("memory     model states per rank, measured on the device: {}\n",
                    parallel::describe(got));
   s += fmt::format("           ZeRO-{} prediction (without offload):      {}\n", stage,

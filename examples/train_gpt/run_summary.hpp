@@ -7,8 +7,7 @@
 
 #include "framework/config/config.hpp"
 #include "framework/nn/gpt.hpp"
-#include "framework/nn/param_store.hpp"
-#include "parallel/grid/grid.hpp"
+#include "parallel/engine/training.hpp"
 
 namespace strata::examples {
 
@@ -25,10 +24,8 @@ std::string resolve_log_dir(const std::string& log_dir_flag, const std::string& 
 std::string write_resolved_config(const std::string& dir, const config::Config& cfg);
 
 struct SummaryInputs {
-  const config::Config& cfg;
-  const parallel::Grid& grid;
+  const parallel::Training& job;
   const nn::GptConfig& model;
-  const nn::ParamStore& store;
   int threads = 1;
   std::string config_file;  // written resolved config ("" = not written)
 };

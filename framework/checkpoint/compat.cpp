@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "framework/checkpoint/slice.hpp"
 #include "framework/core/error.hpp"
 
 namespace strata::checkpoint {
@@ -20,7 +21,7 @@ std::vector<std::string> compatibility_differences(const Manifest& m,
                                 e.shape.str()));
   }
   for (const auto& p : m.params)
-    if (!want.count(p.name))
+    if (!want.count(p.name) && !is_state_entry(p.name))
       out.push_back(fmt::format("not in the model: {} {}", p.name, p.shape.str()));
   return out;
 }

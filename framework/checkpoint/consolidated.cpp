@@ -39,6 +39,7 @@ ExportResult export_consolidated(const std::string& dir, const std::string& outp
       h5::write_attr(f, "model", m.config["strata"]["model"].dump());
     std::vector<float> buf;
     for (const ParamEntry& p : m.params) {
+      if (is_state_entry(p.name)) continue;  // optimizer state: not exported
       buf.resize(static_cast<std::size_t>(p.numel()));
       reader.read_range(kParam, p.name, 0, p.numel(), buf.data(), DType::f32);
       h5::Id ds = h5::write_dataset(f, "/" + p.name, DType::f32, p.shape.dims(), buf.data());

@@ -123,10 +123,17 @@ void validate(const Manifest& m) {
       by_kind[s.kind].push_back({s.begin, s.end});
     }
     auto pk = kind_dtype.find(std::string(kParam));
-    if (pk == kind_dtype.end()) fail("checkpoint", "{}: no '{}' slices", p.name, kParam);
-    if (pk->second != p.dtype)
-      fail("checkpoint", "{}: dtype {} but its param slices are {}", p.name, dtype_name(p.dtype),
-           dtype_name(pk->second));
+    if (is_state_entry(p.name)) {
+      // Optimizer state of its own shape ("owner#what"): no parameter values.
+      if (pk != kind_dtype.end())
+        fail("checkpoint", "{}: '{}' slices on an optimizer-state entry ('{}' is reserved)",
+             p.name, kParam, kStateEntrySeparator);
+    } else {
+      if (pk == kind_dtype.end()) fail("checkpoint", "{}: no '{}' slices", p.name, kParam);
+      if (pk->second != p.dtype)
+        fail("checkpoint", "{}: dtype {} but its param slices are {}", p.name,
+             dtype_name(p.dtype), dtype_name(pk->second));
+    }
     for (auto& [kind, iv] : by_kind) {
       const std::string gaps = coverage_gaps(iv, numel);
       if (!gaps.empty())
@@ -176,7 +183,7 @@ Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>&
   for (std::size_t rank = 0; rank < by_rank.size(); ++rank)
     if (!by_rank[rank]) fail("checkpoint", "no file from rank {} (of {})", rank, h.layout.world);
   // Parameters in the order the files list their values (rank 0 first), then any that only have
-  // other kinds (validate() rejects those).
+  // other kinds (optimizer-state entries; validate() rejects any other).
   std::map<std::string, std::size_t> index;
   for (int pass = 0; pass < 2; ++pass) {
     for (const ShardRecord* r : by_rank) {

@@ -4,6 +4,17 @@
 
 namespace strata::checkpoint {
 
+std::string state_entry_name(std::string_view owner, std::string_view what) {
+  std::string s(owner);
+  s += kStateEntrySeparator;
+  s += what;
+  return s;
+}
+
+bool is_state_entry(std::string_view name) {
+  return name.find(kStateEntrySeparator) != std::string_view::npos;
+}
+
 bool valid_kind(std::string_view kind) {
   if (kind.empty() || kind.size() > 64 || kind == "state") return false;  // /state holds rank state
   for (char c : kind)

@@ -19,6 +19,24 @@ inline constexpr std::string_view kParam = "param";          // fp32 master if a
 inline constexpr std::string_view kExpAvg = "exp_avg";       // AdamW first moment m
 inline constexpr std::string_view kExpAvgSq = "exp_avg_sq";  // AdamW second moment v
 inline constexpr std::string_view kMomentum = "momentum";    // SGD momentum buffer
+// AdamW8bit: m and v as u8 codes (optim/quantize.hpp's dynamic codes, one per element of the
+// parameter), and their f32 absmax per quantization block, on a state entry (below) named after
+// the unit's first parameter: blocks are cut from the unit's flat buffer, not per parameter.
+inline constexpr std::string_view kExpAvgQ8 = "exp_avg_q8";
+inline constexpr std::string_view kExpAvgSqQ8 = "exp_avg_sq_q8";
+inline constexpr std::string_view kExpAvgAbsmax = "exp_avg_absmax";
+inline constexpr std::string_view kExpAvgSqAbsmax = "exp_avg_sq_absmax";
+// Adafactor: a matrix's row / column second-moment statistics, on state entries; its vectors'
+// second moments are kExpAvgSq and its first moment (beta1) kExpAvg, per element as for AdamW.
+inline constexpr std::string_view kExpAvgSqRow = "exp_avg_sq_row";
+inline constexpr std::string_view kExpAvgSqCol = "exp_avg_sq_col";
+
+// Optimizer state that is not one value per parameter element lives in "state entries":
+// datasets named "<owner>#<what>" (a parameter name, '#', a word) with a global shape of their
+// own and no "param" kind. '#' never occurs in a parameter name.
+inline constexpr char kStateEntrySeparator = '#';
+std::string state_entry_name(std::string_view owner, std::string_view what);
+bool is_state_entry(std::string_view name);
 
 struct SliceRef {
   std::string kind;    // kParam, kExpAvg, ...

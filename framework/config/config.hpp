@@ -19,7 +19,7 @@ namespace strata::config {
 
 using json = nlohmann::json;
 
-enum class OptimizerType { adam, adamw, sgd };
+enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor };
 enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
@@ -53,6 +53,14 @@ struct Optimizer {
   bool adam_w_mode = true;                  // decoupled weight decay (always true for AdamW)
   double momentum = 0;                      // SGD
   bool nesterov = false;                    // SGD
+  // Adafactor (transformers' names and defaults; `eps` is the pair [eps1, eps2] there).
+  std::array<double, 2> adafactor_eps{1e-30, 1e-3};
+  double clip_threshold = 1.0;
+  double decay_rate = -0.8;
+  std::optional<double> beta1;  // unset: no first moment
+  bool scale_parameter = true;
+  bool relative_step = true;  // lr must not be given then
+  bool warmup_init = false;
 };
 
 // `scheduler`: DeepSpeed's warmup schedules and their params.

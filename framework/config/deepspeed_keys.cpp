@@ -491,9 +491,10 @@ std::vector<std::string> deepspeed_keys_in(std::string_view section) {
 
 const DeepSpeedKey* find_optimizer_param(OptimizerType t, std::string_view name) {
   for (const auto& p : kOptimizerParams) {
-    const bool takes = t == OptimizerType::adam    ? p.adam
-                       : t == OptimizerType::adamw ? p.adamw
-                                                   : p.sgd;
+    const bool takes = t == OptimizerType::adam ? p.adam
+                       : t == OptimizerType::adamw || t == OptimizerType::adamw8bit ? p.adamw
+                       : t == OptimizerType::sgd                                    ? p.sgd
+                                                                                    : false;
     if (takes && p.key.path.substr(std::string_view("optimizer.params.").size()) == name)
       return &p.key;
   }
@@ -503,9 +504,10 @@ const DeepSpeedKey* find_optimizer_param(OptimizerType t, std::string_view name)
 std::vector<std::string> optimizer_params_beyond(OptimizerType t) {
   std::vector<std::string> out;
   for (const auto& p : kOptimizerParams) {
-    const bool takes = t == OptimizerType::adam    ? p.adam
-                       : t == OptimizerType::adamw ? p.adamw
-                                                   : p.sgd;
+    const bool takes = t == OptimizerType::adam ? p.adam
+                       : t == OptimizerType::adamw || t == OptimizerType::adamw8bit ? p.adamw
+                       : t == OptimizerType::sgd                                    ? p.sgd
+                                                                                    : false;
     if (takes) out.emplace_back(p.key.path.substr(std::string_view("optimizer.params.").size()));
   }
   return out;

@@ -259,11 +259,52 @@ bool read_type(const Reader& r, std::string_view section, E& out, Options<E> opt
   return r.problems().size() == before;
 }
 
+// Adafactor's params: transformers.optimization.Adafactor's names, defaults and rules.
+void read_adafactor(const Reader& r, Optimizer& o) {
+  Problems& problems = r.problems();
+  o.weight_decay = 0.0;
+  o.adam_w_mode = true;
+  if (r.has("optimizer.params.eps")) {
+    const json& e = *r.at("optimizer.params.eps");
+    if (!e.is_array())
+      problems.mistake("optimizer.params.eps",
+                       "optimizer.params.eps is {}; Adafactor takes a pair [eps1, eps2] (default "
+                       "[1e-30, 0.001]: added to grad², and the least parameter scale)",
+                       e.dump());
+    else
+      r.get("optimizer.params.eps", o.adafactor_eps, kPositive);
+  }
+  r.get("optimizer.params.clip_threshold", o.clip_threshold, kPositive);
+  r.get("optimizer.params.decay_rate", o.decay_rate, NumRange{-1, 0, false, true});
+  if (r.has("optimizer.params.beta1")) {
+    double b = 0;
+    r.get("optimizer.params.beta1", b, kUnitOpen);
+    o.beta1 = b;
+  }
+  r.get("optimizer.params.weight_decay", o.weight_decay, kNonNegative);
+  r.get("optimizer.params.scale_parameter", o.scale_parameter);
+  r.get("optimizer.params.relative_step", o.relative_step);
+  r.get("optimizer.params.warmup_init", o.warmup_init);
+  if (o.relative_step && r.has("optimizer.params.lr"))
+    problems.mistake("optimizer.params.lr",
+                     "optimizer.params.lr is given but Adafactor's relative_step is true (the "
+                     "step size is then min(1e-2, 1/sqrt(step))); remove lr, or set "
+                     "optimizer.params.relative_step to false to use it");
+  if (o.warmup_init && !o.relative_step)
+    problems.mistake("optimizer.params.warmup_init",
+                     "optimizer.params.warmup_init is true but relative_step is false; "
+                     "warmup_init shapes the relative step size: set relative_step to true or "
+                     "remove warmup_init");
+  r.get("optimizer.params.lr", o.lr, kNonNegative);
+}
+
 void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& notes) {
   Problems& problems = r.problems();
   if (!read_type<OptimizerType>(r, "optimizer", o.type,
                                 {{"Adam", OptimizerType::adam},
                                  {"AdamW", OptimizerType::adamw},
+                                 {"AdamW8bit", OptimizerType::adamw8bit},
+                                 {"Adafactor", OptimizerType::adafactor},
                                  {"SGD", OptimizerType::sgd}},
                                 deepspeed_optimizer))
     return;
@@ -276,6 +317,7 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
                    beyond, beyond_names, notes);
       break;
     case OptimizerType::adamw:
+    case OptimizerType::adamw8bit:
       check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay"}, beyond,
                    beyond_names, notes);
       break;
@@ -283,9 +325,20 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
       check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"}, beyond,
                    beyond_names, notes);
       break;
+    case OptimizerType::adafactor:
+      check_params(r, "optimizer", name,
+                   {"lr", "eps", "clip_threshold", "decay_rate", "beta1", "weight_decay",
+                    "scale_parameter", "relative_step", "warmup_init"},
+                   beyond, beyond_names, notes);
+      read_adafactor(r, o);
+      return;
   }
-  o.weight_decay = o.type == OptimizerType::adamw ? 0.01 : 0.0;
+  o.weight_decay =
+      o.type == OptimizerType::adamw || o.type == OptimizerType::adamw8bit ? 0.01 : 0.0;
   o.adam_w_mode = o.type != OptimizerType::sgd;
+  if (r.has("optimizer.params.eps") && !r.at("optimizer.params.eps")->is_number())
+    user_fail("config", "optimizer.params.eps is {}; {} takes one number (the pair [eps1, eps2] "
+              "is Adafactor's)", r.at("optimizer.params.eps")->dump(), name);
   r.get("optimizer.params.lr", o.lr, kNonNegative);
   r.get("optimizer.params.betas", o.betas, kUnitOpen);
   r.get("optimizer.params.eps", o.eps, kPositive);

@@ -50,16 +50,22 @@ constexpr KeySpec kSchema[] = {
     {"bf16.enabled", K::boolean, "false", "Train in bfloat16. Exclusive with fp16.enabled."},
     // ---- optimizer (DeepSpeed) ----
     {"optimizer", K::object, "{}", "The optimizer."},
-    {"optimizer.type", K::string, "\"AdamW\"", "\"Adam\", \"AdamW\" or \"SGD\" (any letter case)."},
+    {"optimizer.type", K::string, "\"AdamW\"",
+     "\"Adam\", \"AdamW\", \"AdamW8bit\" (AdamW with 8-bit block-wise quantized m and v), "
+     "\"Adafactor\" or \"SGD\" (any letter case)."},
     {"optimizer.params", K::object, "{}",
      "Optimizer parameters; only those the type uses are accepted."},
     {"optimizer.params.lr", K::number, "0.001",
      "Learning rate (the peak rate when a scheduler runs)."},
     {"optimizer.params.betas", K::number_pair, "[0.9, 0.999]",
-     "Adam/AdamW moment decay rates, each in [0, 1)."},
-    {"optimizer.params.eps", K::number, "1e-08", "Adam/AdamW denominator term."},
-    {"optimizer.params.weight_decay", K::number, "0.01 for AdamW, 0.0 for Adam and SGD",
-     "Weight decay (decoupled for AdamW and for Adam with adam_w_mode)."},
+     "Adam/AdamW/AdamW8bit moment decay rates, each in [0, 1)."},
+    {"optimizer.params.eps", K::number_or_pair, "1e-08; Adafactor: [1e-30, 0.001]",
+     "Adam/AdamW/AdamW8bit: denominator term (a number). Adafactor: [eps1, eps2], eps1 added to "
+     "grad² before its means, eps2 the least parameter scale (scale_parameter)."},
+    {"optimizer.params.weight_decay", K::number,
+     "0.01 for AdamW and AdamW8bit, 0.0 for Adam, Adafactor and SGD",
+     "Weight decay (decoupled for AdamW, AdamW8bit, Adafactor and for Adam with adam_w_mode); "
+     "applied to parameters with >= 2 dims only."},
     {"optimizer.params.adam_w_mode", K::boolean, "true",
      "Adam only: decoupled weight decay as in DeepSpeed's default; must be true (L2-coupled Adam "
      "is "
@@ -67,6 +73,20 @@ constexpr KeySpec kSchema[] = {
     {"optimizer.params.momentum", K::number, "0.0", "SGD momentum in [0, 1)."},
     {"optimizer.params.nesterov", K::boolean, "false",
      "SGD Nesterov momentum (needs momentum > 0)."},
+    {"optimizer.params.clip_threshold", K::number, "1.0",
+     "Adafactor: the update is divided by max(1, RMS(update) / clip_threshold) (per parameter)."},
+    {"optimizer.params.decay_rate", K::number, "-0.8",
+     "Adafactor: second-moment decay beta2 = 1 - step^decay_rate; in [-1, 0)."},
+    {"optimizer.params.beta1", K::number, "null",
+     "Adafactor: first-moment decay in [0, 1); null = no first moment (4 bytes per parameter "
+     "less).", true},
+    {"optimizer.params.scale_parameter", K::boolean, "true",
+     "Adafactor: multiply the step size by max(eps2, RMS(parameter))."},
+    {"optimizer.params.relative_step", K::boolean, "true",
+     "Adafactor: step size min(1e-2, 1/sqrt(step)) instead of lr (then lr must not be given and "
+     "no scheduler may run)."},
+    {"optimizer.params.warmup_init", K::boolean, "false",
+     "Adafactor: relative step size min(1e-6 × step, 1/sqrt(step)); needs relative_step."},
     // ---- scheduler (DeepSpeed) ----
     {"scheduler", K::object, "{}",
      "Learning-rate schedule; absent = constant optimizer.params.lr."},
@@ -263,6 +283,8 @@ bool kind_matches(Kind k, const nlohmann::json& v) {
       return v.is_string() || (integral(v) && v.get<double>() >= 0);
     case Kind::number_pair:
       return v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number();
+    case Kind::number_or_pair:
+      return v.is_number() || kind_matches(Kind::number_pair, v);
     case Kind::object:
       return v.is_object();
   }
@@ -332,6 +354,8 @@ std::string_view kind_name(Kind k) {
       return "a byte count or a size string such as \"2GiB\"";
     case Kind::number_pair:
       return "an array of two numbers";
+    case Kind::number_or_pair:
+      return "a number or an array of two numbers";
     case Kind::object:
       return "an object";
   }

@@ -20,6 +20,7 @@ enum class Kind {
   string,
   size,         // bytes: an integer, or a string such as "2GiB" (strata::parse_bytes)
   number_pair,  // [a, b]
+  number_or_pair,  // a number, or [a, b]
   object,
 };
 

@@ -11,6 +11,10 @@ std::string_view to_string(OptimizerType t) {
       return "AdamW";
     case OptimizerType::sgd:
       return "SGD";
+    case OptimizerType::adamw8bit:
+      return "AdamW8bit";
+    case OptimizerType::adafactor:
+      return "Adafactor";
   }
   return "?";
 }
@@ -59,7 +63,16 @@ json optional_size(const std::optional<std::uint64_t>& v) {
 
 json optimizer_json(const Optimizer& o) {
   json p = {{"lr", o.lr}, {"weight_decay", o.weight_decay}};
-  if (o.type == OptimizerType::sgd) {
+  if (o.type == OptimizerType::adafactor) {
+    if (o.relative_step) p.erase("lr");  // the step size is relative then (lr is refused)
+    p["eps"] = {o.adafactor_eps[0], o.adafactor_eps[1]};
+    p["clip_threshold"] = o.clip_threshold;
+    p["decay_rate"] = o.decay_rate;
+    p["beta1"] = o.beta1 ? json(*o.beta1) : json(nullptr);
+    p["scale_parameter"] = o.scale_parameter;
+    p["relative_step"] = o.relative_step;
+    p["warmup_init"] = o.warmup_init;
+  } else if (o.type == OptimizerType::sgd) {
     p["momentum"] = o.momentum;
     p["nesterov"] = o.nesterov;
   } else {

@@ -62,6 +62,13 @@ void check_rules(const Config& c, Problems& p) {
               c.optimizer.momentum);
 
   const Scheduler& s = c.scheduler;
+  if (c.optimizer.type == OptimizerType::adafactor && c.optimizer.relative_step &&
+      s.type != SchedulerType::none)
+    p.mistake("scheduler.type",
+              "scheduler.type is {} but Adafactor's relative_step is true, which sets the step "
+              "size itself (min(1e-2, 1/sqrt(step))); remove the scheduler, or set "
+              "optimizer.params.relative_step to false and give optimizer.params.lr",
+              to_string(s.type));
   if ((s.type == SchedulerType::warmup_decay_lr || s.type == SchedulerType::warmup_cosine_lr) &&
       ok(p, {"scheduler"})) {
     if (s.total_num_steps == 0)

@@ -55,21 +55,42 @@ DType activation_dtype(const config::Config& cfg) {
 TrainerOptions trainer_options(const config::Config& cfg) {
   TrainerOptions o;
   const auto& opt = cfg.optimizer;
-  if (opt.type == config::OptimizerType::sgd) {
-    o.optimizer = OptimizerKind::sgd;
-    o.sgd.lr = opt.lr;
-    o.sgd.momentum = opt.momentum;
-    o.sgd.nesterov = opt.nesterov;
-    o.sgd.weight_decay = opt.weight_decay;
-  } else {
-    // Adam with adam_w_mode=false would need coupled decay; the config layer only lets AdamW
-    // semantics through (DeepSpeed's default adam_w_mode=true).
-    o.optimizer = OptimizerKind::adamw;
-    o.adamw.lr = opt.lr;
-    o.adamw.beta1 = opt.betas[0];
-    o.adamw.beta2 = opt.betas[1];
-    o.adamw.eps = opt.eps;
-    o.adamw.weight_decay = opt.weight_decay;
+  switch (opt.type) {
+    case config::OptimizerType::sgd:
+      o.optimizer = OptimizerKind::sgd;
+      o.sgd.lr = opt.lr;
+      o.sgd.momentum = opt.momentum;
+      o.sgd.nesterov = opt.nesterov;
+      o.sgd.weight_decay = opt.weight_decay;
+      break;
+    case config::OptimizerType::adafactor: {
+      o.optimizer = OptimizerKind::adafactor;
+      optim::AdafactorHyper& h = o.adafactor;
+      h.lr = opt.lr;
+      h.eps1 = opt.adafactor_eps[0];
+      h.eps2 = opt.adafactor_eps[1];
+      h.clip_threshold = opt.clip_threshold;
+      h.decay_rate = opt.decay_rate;
+      h.beta1 = opt.beta1 ? *opt.beta1 : -1.0;
+      h.weight_decay = opt.weight_decay;
+      h.scale_parameter = opt.scale_parameter;
+      h.relative_step = opt.relative_step;
+      h.warmup_init = opt.warmup_init;
+      break;
+    }
+    case config::OptimizerType::adam:
+    case config::OptimizerType::adamw:
+    case config::OptimizerType::adamw8bit:
+      // Adam with adam_w_mode=false would need coupled decay; the config layer only lets AdamW
+      // semantics through (DeepSpeed's default adam_w_mode=true).
+      o.optimizer = opt.type == config::OptimizerType::adamw8bit ? OptimizerKind::adamw8bit
+                                                                 : OptimizerKind::adamw;
+      o.adamw.lr = opt.lr;
+      o.adamw.beta1 = opt.betas[0];
+      o.adamw.beta2 = opt.betas[1];
+      o.adamw.eps = opt.eps;
+      o.adamw.weight_decay = opt.weight_decay;
+      break;
   }
   const auto& s = cfg.scheduler;
   switch (s.type) {

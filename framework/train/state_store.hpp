@@ -11,17 +11,31 @@
 
 namespace strata::train {
 
-// The state of one unit's owned slice, all f32 and of the same length.
+// The state of one unit's owned slice. Which tensors exist depends on the optimizer (the
+// StateLayout); those that exist are zero until the first step, except the master.
 struct UnitOptimizerState {
-  Tensor master;  // f32 master weights when parameters are 16-bit (else undefined)
-  Tensor m;       // AdamW first moment, or SGD momentum
-  Tensor v;       // AdamW second moment (undefined for SGD)
+  Tensor master;    // f32 master weights when parameters are 16-bit (else undefined)
+  Tensor m;         // f32 first moment: AdamW, SGD momentum, Adafactor with beta1
+  Tensor v;         // f32 second moment: AdamW (whole slice); Adafactor (1-D parameters' part)
+  Tensor m_codes;   // u8 AdamW8bit m, one byte per element (optim/quantize.hpp)
+  Tensor v_codes;   // u8 AdamW8bit v
+  Tensor m_absmax;  // f32 AdamW8bit, one per block of optim::kQuantBlock elements
+  Tensor v_absmax;
+  Tensor factored;  // f32 Adafactor row and column statistics of the unit's matrices (replicated)
 };
 
 struct StateLayout {
   std::int64_t elements = 0;  // length of the owned slice
   bool master = false;        // keep an f32 master copy
-  bool second_moment = true;  // AdamW's v
+  bool second_moment = true;  // v over the whole slice (AdamW)
+  bool first_moment = true;   // m over the whole slice
+  bool quantized = false;     // m_codes, v_codes (elements) and m_absmax, v_absmax (blocks)
+  std::int64_t packed_second_moment = 0;  // v of this length when !second_moment (Adafactor)
+  std::int64_t factored = 0;              // length of `factored`
+  // Elements of v (0: none).
+  std::int64_t v_elements() const { return second_moment ? elements : packed_second_moment; }
+  // Quantization blocks of the slice (0 unless quantized).
+  std::int64_t blocks() const;
 };
 
 class OptimizerStateStore {

@@ -4,6 +4,9 @@
 #include <cmath>
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/optim/adamw8bit.hpp"
+#include "framework/train/adafactor_step.hpp"
+#include "framework/train/grad_view.hpp"
 
 namespace strata::train {
 
@@ -16,13 +19,41 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
+const char* optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::adamw: return "AdamW";
+    case OptimizerKind::sgd: return "SGD";
+    case OptimizerKind::adamw8bit: return "AdamW8bit";
+    case OptimizerKind::adafactor: return "Adafactor";
+  }
+  return "?";
+}
+
+int state_pad_multiple(const TrainerOptions& o, int shard_count) {
+  return o.optimizer == OptimizerKind::adamw8bit
+             ? static_cast<int>(optim::kQuantBlock) * std::max(shard_count, 1)
+             : 1;
+}
+
+namespace {
+double base_lr(const TrainerOptions& o) {
+  switch (o.optimizer) {
+    case OptimizerKind::sgd: return o.sgd.lr;
+    case OptimizerKind::adafactor: return o.adafactor.lr;
+    default: return o.adamw.lr;
+  }
+}
+}  // namespace
+
 Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions,
                  std::unique_ptr<OptimizerStateStore> states)
     : store_(store), opts_(opts), red_(std::move(reductions)), states_(std::move(states)) {
-  const double base_lr = opts.optimizer == OptimizerKind::adamw ? opts.adamw.lr : opts.sgd.lr;
-  if (opts.optimizer == OptimizerKind::adamw) optim::validate(opts.adamw);
-  else optim::validate(opts.sgd);
-  schedule_ = optim::make_schedule(opts.schedule, base_lr);
+  switch (opts.optimizer) {
+    case OptimizerKind::sgd: optim::validate(opts.sgd); break;
+    case OptimizerKind::adafactor: adafactor_ = std::make_unique<AdafactorStep>(store, opts.adafactor); break;
+    default: optim::validate(opts.adamw);
+  }
+  schedule_ = optim::make_schedule(opts.schedule, base_lr(opts));
   if (opts.precision == Precision::fp16)
     scaler_ = precision::make_loss_scaler(opts.static_loss_scale, opts.dynamic_scaler);
   const DType pd = store.options().param_dtype;
@@ -32,14 +63,36 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
   if (!states_) states_ = make_memory_state_store(store.options().memory);
   store.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store.num_units(); ++u) {
+    const nn::UnitLayout& ul = store.layout(u);
     StateLayout l;
-    l.elements = store.layout(u).hi - store.layout(u).lo;
+    l.elements = ul.hi - ul.lo;
     l.master = pd != DType::f32;
-    l.second_moment = opts.optimizer == OptimizerKind::adamw;
+    switch (opts.optimizer) {
+      case OptimizerKind::adamw: break;
+      case OptimizerKind::sgd: l.second_moment = false; break;
+      case OptimizerKind::adamw8bit: {
+        const auto blk = static_cast<std::int64_t>(optim::kQuantBlock);
+        STRATA_CHECK(ul.lo % blk == 0 && l.elements % blk == 0, "train",
+                     "AdamW8bit: unit {} owns [{}, {}), not whole {}-element quantization blocks; "
+                     "build the ParamStore with pad_multiple = train::state_pad_multiple(options, "
+                     "shard count)", u, ul.lo, ul.hi, blk);
+        l.first_moment = l.second_moment = false;
+        l.quantized = true;
+        break;
+      }
+      case OptimizerKind::adafactor:
+        l.first_moment = opts.adafactor.has_beta1();
+        l.second_moment = false;
+        l.packed_second_moment = adafactor_->packed_v_size(u);
+        l.factored = adafactor_->factored_size(u);
+        break;
+    }
     const nn::ValueShardScope values(store, u, false);  // released even if create throws
     states_->create(u, l, values.get());
   }
 }
+
+Trainer::~Trainer() = default;
 
 float Trainer::loss_scale() const { return scaler_ ? static_cast<float>(scaler_->scale()) : 1.0f; }
 
@@ -56,13 +109,6 @@ Tensor Trainer::master_shard(std::size_t u) const {
   states_->release(u, false);
   return out;
 }
-
-namespace {
-// Elements of the owned slice that hold parameters (the padded tail holds none).
-std::size_t owned_numel(const nn::UnitLayout& l) {
-  return static_cast<std::size_t>(std::max<std::int64_t>(0, std::min(l.hi, l.numel) - l.lo));
-}
-}  // namespace
 
 double Trainer::grad_sum_squares(std::size_t u) const {
   const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
@@ -103,8 +149,26 @@ StepResult Trainer::step() {
   const float grad_scale = static_cast<float>(coef * inv_scale);
   const std::int64_t k = updates_ + 1;
   r.lr = schedule_->lr_for_update(k);
-  const DType pd = store_.options().param_dtype;
   states_->begin_step();
+  if (opts_.optimizer == OptimizerKind::adafactor) {
+    const double rho = adafactor_->run(store_, *states_, red_, k, r.lr, grad_scale);
+    if (opts_.adafactor.relative_step) r.lr = rho;
+  } else {
+    step_elementwise(k, r.lr, grad_scale);
+  }
+  states_->end_step();
+  // Offloaded parameter slices: this step's write-backs are complete (or their error thrown).
+  if (const auto& vs = store_.options().value_store) vs->flush();
+  if (scaler_) scaler_->update(false);
+  store_.zero_grads();
+  ++updates_;
+  return r;
+}
+
+// AdamW, AdamW8bit and SGD: element-wise updates of each unit's owned slice.
+void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
+  const DType pd = store_.options().param_dtype;
+  std::vector<optim::DecayRun> runs;
   store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
@@ -113,6 +177,7 @@ StepResult Trainer::step() {
     const Tensor& vshard = held.get();
     const Tensor master = pd == DType::f32 ? vshard : s.master;
     const Tensor g = store_.grad_shard(u);
+    runs.clear();
     for (std::size_t i = 0; i < l.params.size(); ++i) {
       // The part of parameter i inside the owned range, as offsets into the owned slice.
       const std::int64_t a = std::max(l.lo, l.offsets[i]);
@@ -123,27 +188,34 @@ StepResult Trainer::step() {
       const Tensor p16 = pd == DType::f32 ? Tensor() : part(vshard);
       // Weight decay only on parameters with >= 2 dims (declared `decay`).
       const bool decay = l.params[i]->decay;
-      if (opts_.optimizer == OptimizerKind::adamw) {
+      if (opts_.optimizer == OptimizerKind::adamw8bit) {
+        runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), decay});
+      } else if (opts_.optimizer == OptimizerKind::adamw) {
         optim::AdamWHyper h = opts_.adamw;
-        h.lr = r.lr;
+        h.lr = lr;
         if (!decay) h.weight_decay = 0;
         ops::adamw_step(part(master), part(g), part(s.m), part(s.v), h, k, grad_scale, p16);
       } else {
         optim::SGDHyper h = opts_.sgd;
-        h.lr = r.lr;
+        h.lr = lr;
         if (!decay) h.weight_decay = 0;
         ops::sgd_step(part(master), part(g), part(s.m), h, k, grad_scale, p16);
       }
     }
+    if (!runs.empty()) {
+      // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned).
+      Tensor g32;
+      const float* grad = f32_grad(store_, u, g32);
+      auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
+      optim::AdamWHyper h = opts_.adamw;
+      h.lr = lr;
+      const optim::Quant8Moments q{s.m_codes.data<std::uint8_t>(), s.v_codes.data<std::uint8_t>(),
+                                   s.m_absmax.data<float>(), s.v_absmax.data<float>()};
+      optim::adamw8bit_step(master.data<float>(), grad, q, runs.back().end, runs, h, k,
+                            grad_scale, p16, pd);
+    }
     states_->release(u, true);
   }
-  states_->end_step();
-  // Offloaded parameter slices: this step's write-backs are complete (or their error thrown).
-  if (const auto& vs = store_.options().value_store) vs->flush();
-  if (scaler_) scaler_->update(false);
-  store_.zero_grads();
-  ++updates_;
-  return r;
 }
 
 }  // namespace strata::train

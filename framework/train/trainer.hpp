@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "framework/nn/param_store.hpp"
+#include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
 #include "framework/optim/lr_schedule.hpp"
 #include "framework/optim/sgd.hpp"
@@ -19,12 +21,13 @@
 namespace strata::train {
 
 enum class Precision { f32, bf16, fp16 };
-enum class OptimizerKind { adamw, sgd };
+enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor };
 
 struct TrainerOptions {
   OptimizerKind optimizer = OptimizerKind::adamw;
-  optim::AdamWHyper adamw;  // lr/weight_decay here are the base values
+  optim::AdamWHyper adamw;  // AdamW and AdamW8bit; lr/weight_decay here are the base values
   optim::SGDHyper sgd;
+  optim::AdafactorHyper adafactor;
   optim::ScheduleSpec schedule;
   double max_grad_norm = 0.0;  // 0: no clipping
   Precision precision = Precision::f32;
@@ -46,7 +49,12 @@ struct StepResult {
 struct ShardReductions {
   std::function<double(double)> sum = [](double v) { return v; };
   std::function<bool(bool)> any = [](bool b) { return b; };
+  // Element-wise sum over shards, in place (Adafactor's partial row/column statistics and sums
+  // of squares); every shard must end with bitwise the same values.
+  std::function<void(std::span<double>)> sum_vector = [](std::span<double>) {};
 };
+
+class AdafactorStep;
 
 class Trainer {
  public:
@@ -54,6 +62,7 @@ class Trainer {
   // Optimizer state lives in `states` (default: resident beside the parameters).
   Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions = {},
           std::unique_ptr<OptimizerStateStore> states = nullptr);
+  ~Trainer();
 
   // The factor backward passes multiply d(loss) by (loss scale for fp16, else 1).
   float loss_scale() const;
@@ -71,11 +80,14 @@ class Trainer {
   // parameters themselves when they are f32).
   Tensor master_shard(std::size_t u) const;
   precision::LossScaler* scaler() const { return scaler_.get(); }
+  // The Adafactor update's view of the units (null for other optimizers).
+  const AdafactorStep* adafactor() const { return adafactor_.get(); }
   void set_updates(std::int64_t n) { updates_ = n; }
 
  private:
   double grad_sum_squares(std::size_t unit) const;
   bool grads_overflow() const;
+  void step_elementwise(std::int64_t k, double lr, float grad_scale);
 
   nn::ParamStore& store_;
   TrainerOptions opts_;
@@ -83,8 +95,17 @@ class Trainer {
   std::unique_ptr<precision::LossScaler> scaler_;
   ShardReductions red_;
   std::unique_ptr<OptimizerStateStore> states_;
+  std::unique_ptr<AdafactorStep> adafactor_;
   std::int64_t updates_ = 0;
 };
+
+// "AdamW", "SGD", "AdamW8bit", "Adafactor" (as in the config).
+const char* optimizer_name(OptimizerKind k);
+
+// The ParamStore pad_multiple an optimizer needs for `shard_count` shards: AdamW8bit's
+// quantization blocks never straddle two shards when every owned slice is a multiple of
+// optim::kQuantBlock (padding = kQuantBlock × shard_count); 1 for the others.
+int state_pad_multiple(const TrainerOptions& o, int shard_count);
 
 // The name of a precision in configs and reports: "f32", "bf16" or "fp16".
 const char* precision_name(Precision p);

@@ -20,7 +20,9 @@
 #include "framework/checkpoint/staging.hpp"
 #include "framework/checkpoint/verify.hpp"
 #include "framework/core/convert.hpp"
+#include "framework/optim/quantize.hpp"
 #include "framework/precision/loss_scaler.hpp"
+#include "parallel/engine/optimizer_checkpoint.hpp"
 #include "parallel/engine/rank_agreement.hpp"
 
 namespace strata::parallel {
@@ -31,27 +33,10 @@ namespace {
 
 // ---- what a unit holds ----
 
-std::vector<ck::FlatParam> flat_params(const nn::UnitLayout& l) {
-  std::vector<ck::FlatParam> out;
-  for (std::size_t i = 0; i < l.params.size(); ++i)
-    out.push_back({l.params[i]->name, l.params[i]->shape, l.offsets[i]});
-  return out;
-}
-
 std::vector<ck::ExpectedParam> expected_params(const nn::ParamStore& store) {
   std::vector<ck::ExpectedParam> out;
   for (const nn::Parameter* p : store.parameters()) out.push_back({p->name, p->shape});
   return out;
-}
-
-// The optimizer-state kinds a trainer keeps, in its buffers' order (m, v).
-std::vector<std::string_view> moment_kinds(const train::Trainer& t) {
-  if (t.options().optimizer == train::OptimizerKind::adamw) return {ck::kExpAvg, ck::kExpAvgSq};
-  return {ck::kMomentum};
-}
-
-const char* optimizer_name(const train::Trainer& t) {
-  return t.options().optimizer == train::OptimizerKind::adamw ? "adamw" : "sgd";
 }
 
 // The f32 master of unit u's owned slice: the trainer's copy for 16-bit parameters, else the
@@ -140,6 +125,25 @@ std::pair<std::int64_t, std::int64_t> checkpoint_save_range(const nn::UnitLayout
   return {n * dp_rank / dp_size, n * (dp_rank + 1) / dp_size};
 }
 
+namespace {
+// What this rank writes of unit l's optimizer state (see StateSaveRange).
+StateSaveRange state_save_range(const nn::UnitLayout& l, int stage, const Group& dp) {
+  StateSaveRange r;
+  std::tie(r.a, r.b) = checkpoint_save_range(l, stage, dp.size(), dp.rank());
+  const auto blk = static_cast<std::int64_t>(optim::kQuantBlock);
+  const std::int64_t nb = (l.numel + blk - 1) / blk;
+  if (stage >= 1) {
+    r.block_a = l.lo / blk;
+    r.block_b = std::min(nb, l.hi / blk);
+  } else {
+    r.block_a = nb * dp.rank() / dp.size();
+    r.block_b = nb * (dp.rank() + 1) / dp.size();
+  }
+  r.replicated = dp.rank() == 0;
+  return r;
+}
+}  // namespace
+
 // ---- construction ----
 
 Checkpointer::Checkpointer(const Group& world, const Group& dp, nn::ParamStore& store,
@@ -178,7 +182,7 @@ Checkpointer::~Checkpointer() {
 
 ck::TrainState Checkpointer::train_state(const JobState& job) const {
   ck::TrainState s;
-  s.optimizer = optimizer_name(trainer_);
+  s.optimizer = checkpoint_optimizer_name(trainer_);
   s.optimizer_updates = trainer_.updates();
   s.scheduler_steps = trainer_.updates();  // the LR schedule is a function of the update count
   if (const precision::LossScaler* sc = trainer_.scaler()) {
@@ -262,21 +266,20 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
   phase("write its file", [&] {
     ck::ShardWriter writer(step_dir, spec.rank, h.layout.world, h.step);
     auto& states = trainer_.states();
-    const auto kinds = moment_kinds(trainer_);
     store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
-      const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
+      const StateSaveRange r = state_save_range(l, stage_, dp_);
       train::UnitOptimizerState& s = states.acquire(u);
       try {
         std::vector<Tensor> keep;
-        auto add = [&](std::string_view kind, const Tensor& owned) {
-          for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep))) writer.add(sl);
-        };
         const nn::ValueShardScope vshard(store_, u, false);
-        add(ck::kParam, master_of(store_, s, vshard.get()));
-        add(kinds[0], s.m);
-        if (kinds.size() > 1) add(kinds[1], s.v);
+        for (const auto& sl :
+             unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, vshard.get()), keep)))
+          writer.add(sl);
+        STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
+                     "saving optimizer state from device memory is not implemented");
+        for_each_state_slice(trainer_, l, u, r, s, [&](const ck::SliceRef& sl) { writer.add(sl); });
       } catch (...) {
         states.release(u, false);
         throw;
@@ -297,33 +300,32 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
 void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   wait();  // the previous save: its staging memory goes before this one's is taken
   auto& states = trainer_.states();
-  const auto kinds = moment_kinds(trainer_);
   // One arena for every slice, in the order the writer adds them (unit by unit: param, then the
-  // moments), which is the order of their bytes in the rank file. Sized for f32 state; a slice
-  // that does not fit gets a buffer of its own.
+  // optimizer state), which is the order of their bytes in the rank file. A slice that cannot
+  // start where the previous one ends (an f32 slice after u8 codes) gets a buffer of its own.
   std::size_t bytes = 0;
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    const auto [a, b] = checkpoint_save_range(store_.layout(u), stage_, dp_.size(), dp_.rank());
-    if (a < b) bytes += static_cast<std::size_t>(b - a) * sizeof(float) * (1 + kinds.size());
+    const nn::UnitLayout& l = store_.layout(u);
+    const StateSaveRange r = state_save_range(l, stage_, dp_);
+    if (r.a < r.b) bytes += static_cast<std::size_t>(r.b - r.a) * sizeof(float);
+    bytes += state_slice_bytes(trainer_, l, u, r);
   }
   ck::StagingArena arena(bytes);
   ck::SaveJob job{std::move(spec), {}, std::move(rs)};
   store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
-    const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
+    const StateSaveRange r = state_save_range(l, stage_, dp_);
     train::UnitOptimizerState& s = states.acquire(u);
     try {
       std::vector<Tensor> keep;
       const nn::ValueShardScope held(store_, u, false);
-      const Tensor& vshard = held.get();
-      auto add = [&](std::string_view kind, const Tensor& owned) {
-        for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep)))
-          job.slices.push_back(arena.stage(sl));
-      };
-      add(ck::kParam, master_of(store_, s, vshard));
-      add(kinds[0], s.m);
-      if (kinds.size() > 1) add(kinds[1], s.v);
+      for (const auto& sl : unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, held.get()), keep)))
+        job.slices.push_back(arena.stage(sl));
+      STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
+                   "saving optimizer state from device memory is not implemented");
+      for_each_state_slice(trainer_, l, u, r, s,
+                           [&](const ck::SliceRef& sl) { job.slices.push_back(arena.stage(sl)); });
     } catch (...) {
       states.release(u, false);
       throw;
@@ -388,11 +390,7 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
     const ck::Manifest& m = reader.manifest();
     ck::check_compatible(m, expected_params(store_), step_dir);
     const bool with_moments = !weights_only && !m.state.optimizer.empty();
-    if (with_moments && m.state.optimizer != optimizer_name(trainer_))
-      user_fail("checkpoint",
-                "{} holds {} optimizer state but the trainer uses {}: resume with "
-                "the optimizer it was saved with",
-                step_dir, m.state.optimizer, optimizer_name(trainer_));
+    if (with_moments) check_state_compatible(reader, store_, trainer_);
     if (stage_ == 3)
       for (std::size_t u = 0; u < store_.num_units(); ++u)
         STRATA_CHECK(!store_.values_bound(u), "checkpoint",
@@ -400,11 +398,12 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
 
     auto& states = trainer_.states();
     const DType pd = store_.options().param_dtype;
-    const auto kinds = moment_kinds(trainer_);
     store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
-      const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));
+      // (A rank may own padding only: AdamW8bit pads each unit to whole blocks per rank.)
+      const auto pieces = ck::split_flat_range(flat_params(l), l.lo,
+                                               std::max(l.lo, std::min(l.hi, l.numel)));
       train::UnitOptimizerState& s = states.acquire(u);
       try {
         const nn::ValueShardScope held(store_, u, true);
@@ -426,13 +425,9 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
                     static_cast<std::size_t>(p.end - p.begin));
           }
         }
-        if (with_moments) {
-          read(kinds[0], s.m);
-          if (kinds.size() > 1) read(kinds[1], s.v);
-        } else {
-          s.m.fill(0.0);
-          if (s.v.defined()) s.v.fill(0.0);
-        }
+        STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
+                     "loading into device memory is not implemented");
+        read_state(reader, trainer_, l, u, s, with_moments);
       } catch (...) {
         states.release(u, true);
         throw;

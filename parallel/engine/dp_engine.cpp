@@ -31,6 +31,9 @@ DataParallelEngine::DataParallelEngine(Group dp, nn::Model& model, nn::ParamStor
 train::ShardReductions dp_reductions(const Group& dp) {
   train::ShardReductions r;
   r.sum = [dp](double v) { return dp.all_reduce_value(v, ReduceOp::sum); };
+  r.sum_vector = [dp](std::span<double> v) {
+    if (!v.empty()) dp.all_reduce(span(v.data(), v.size()), span(v.data(), v.size()), ReduceOp::sum).wait();
+  };
   r.any = [dp](bool b) { return dp.all_reduce_value<std::int32_t>(b ? 1 : 0, ReduceOp::max) != 0; };
   return r;
 }

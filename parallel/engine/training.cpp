@@ -55,9 +55,11 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   const Group& dp = grid_.dp();
   const DType pd = train::param_dtype(train::precision_of(cfg_));
   const TensorOptions memory{Device::cpu(), Tier::device, Category::other, &ledger_};
-
+  const train::TrainerOptions topts = train::trainer_options(cfg_);
+  // AdamW8bit: every owned slice whole quantization blocks.
+  const int pad = train::state_pad_multiple(topts, stage == 0 ? 1 : dp.size());
   nn::ParamStoreOptions so =
-      ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, 1, memory}, stage, dp);
+      ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, pad, memory}, stage, dp);
   // ZeRO-3 parameter slices: on the device, or offloaded to host memory / NVMe swap files.
   so.value_store = extras.value_store ? std::move(extras.value_store)
                                       : offload::make_value_shard_store(cfg_, world.rank(), memory);
@@ -67,7 +69,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   store_->initialize(cfg_.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
   trainer_ = std::make_unique<train::Trainer>(
-      *store_, train::trainer_options(cfg_),
+      *store_, topts,
       stage > 0 ? dp_reductions(dp) : train::ShardReductions{},
       offload::make_state_store(cfg_, world.rank(), memory));
 
@@ -83,15 +85,26 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
 
 Training::~Training() = default;
 
+namespace {
+OptimizerStateBytes optimizer_bytes(const nn::ParamStore& store, const train::Trainer& trainer) {
+  std::vector<Shape> shapes;
+  for (const nn::Parameter* p : store.parameters()) shapes.push_back(p->shape);
+  return optimizer_state_bytes(trainer.options(), store.options().param_dtype != DType::f32, shapes);
+}
+}  // namespace
+
 ModelStateBytes Training::predicted_model_states() const {
   double psi = 0;
   for (std::size_t u = 0; u < store_->num_units(); ++u)
     psi += static_cast<double>(store_->layout(u).padded);
-  const DType pd = store_->options().param_dtype;
-  const double pb = static_cast<double>(dtype_size(pd));
-  const double ob = (pd == DType::f32 ? 0.0 : 4.0) + 4.0 +
-                    (cfg_.optimizer.type == config::OptimizerType::sgd ? 0.0 : 4.0);
-  return zero_prediction(zero_stage(), grid_.dp_size(), psi, pb, pb, ob);
+  const double pb = static_cast<double>(dtype_size(store_->options().param_dtype));
+  const OptimizerStateBytes ob = optimizer_bytes(*store_, *trainer_);
+  return zero_prediction(zero_stage(), grid_.dp_size(), psi, pb, pb, ob.per_element, ob.replicated);
+}
+
+std::string Training::optimizer_state_description() const {
+  return describe(trainer_->options(), store_->options().param_dtype != DType::f32,
+                  optimizer_bytes(*store_, *trainer_));
 }
 
 ModelStateBytes Training::measured_model_states() const {

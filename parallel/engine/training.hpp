@@ -66,6 +66,8 @@ class Training {
   ModelStateBytes predicted_model_states() const;
   // Model-state bytes per rank on the device tier now (params, grads, optimizer).
   ModelStateBytes measured_model_states() const;
+  // "AdamW8bit: 6.00 bytes per parameter (fp32 master 4 + m, v 2.00)" and any replicated part.
+  std::string optimizer_state_description() const;
 
  private:
   config::Config cfg_;

@@ -3,16 +3,60 @@
 #include <fmt/format.h>
 
 #include "framework/memory/size.hpp"
+#include "framework/optim/quantize.hpp"
 
 namespace strata::parallel {
 
-ModelStateBytes zero_prediction(int stage, int n, double psi, double p, double g, double o) {
+ModelStateBytes zero_prediction(int stage, int n, double psi, double p, double g, double o,
+                                double o_replicated) {
   const double N = n;
   ModelStateBytes b;
   b.params = (stage >= 3 ? psi / N : psi) * p;
   b.grads = (stage >= 2 ? psi / N : psi) * g;
-  b.optimizer = (stage >= 1 ? psi / N : psi) * o;
+  b.optimizer = (stage >= 1 ? psi / N : psi) * o + o_replicated;
   return b;
+}
+
+OptimizerStateBytes optimizer_state_bytes(const train::TrainerOptions& o, bool master,
+                                          const std::vector<Shape>& shapes) {
+  OptimizerStateBytes b;
+  b.per_element = master ? 4.0 : 0.0;
+  switch (o.optimizer) {
+    case train::OptimizerKind::adamw: b.per_element += 8.0; break;
+    case train::OptimizerKind::sgd: b.per_element += 4.0; break;
+    case train::OptimizerKind::adamw8bit:
+      b.per_element += 2.0 + 8.0 / static_cast<double>(optim::kQuantBlock);
+      break;
+    case train::OptimizerKind::adafactor: {
+      double total = 0, vec = 0;
+      for (const Shape& s : shapes) {
+        const auto n = static_cast<double>(s.numel());
+        total += n;
+        if (s.rank() >= 2 && s.numel() > 0)
+          b.replicated += 4.0 * static_cast<double>(s.dims()[0] + s.numel() / s.dims()[0]);
+        else
+          vec += n;
+      }
+      if (o.adafactor.has_beta1()) b.per_element += 4.0;
+      if (total > 0) b.per_element += 4.0 * vec / total;
+      break;
+    }
+  }
+  return b;
+}
+
+std::string describe(const train::TrainerOptions& o, bool master, const OptimizerStateBytes& b) {
+  const double moments = b.per_element - (master ? 4.0 : 0.0);
+  std::string out = fmt::format("{}: {:.2f} bytes per parameter ({}{} {:.2f})",
+                                train::optimizer_name(o.optimizer), b.per_element,
+                                master ? "fp32 master 4 + " : "",
+                                o.optimizer == train::OptimizerKind::adamw8bit ? "8-bit m, v"
+                                                                                : "moments",
+                                moments);
+  if (b.replicated > 0)
+    out += fmt::format(" + {} replicated on every rank (row/column statistics)",
+                       format_bytes(static_cast<std::uint64_t>(b.replicated)));
+  return out;
 }
 
 std::string describe(const ModelStateBytes& b) {

@@ -1,10 +1,15 @@
 // The ZeRO paper's per-rank model-state memory for a stage, to print beside what the ledger
 // measures: stage 0 keeps everything, 1 shards optimizer state, 2 also gradients, 3 also
-// parameters (mixed precision with Adam: 2Ψ + 2Ψ + 12Ψ = 16Ψ at stage 0).
+// parameters (mixed precision with Adam: 2Ψ + 2Ψ + 12Ψ = 16Ψ at stage 0); and the optimizer
+// state's bytes per parameter for each optimizer.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "framework/core/shape.hpp"
+#include "framework/train/trainer.hpp"
 
 namespace strata::parallel {
 
@@ -14,9 +19,27 @@ struct ModelStateBytes {
 };
 
 // psi: parameter elements (padded); bytes per element of parameters, gradients and optimizer
-// state (e.g. 2, 2, 12 for bf16 + AdamW with fp32 master; 4, 4, 8 for fp32 + AdamW).
+// state (e.g. 2, 2, 12 for bf16 + AdamW with fp32 master; 4, 4, 8 for fp32 + AdamW), and
+// optimizer bytes every rank holds whole whatever the stage (Adafactor's row/column statistics).
 ModelStateBytes zero_prediction(int stage, int dp_size, double psi, double param_bytes,
-                                double grad_bytes, double optimizer_bytes);
+                                double grad_bytes, double optimizer_bytes,
+                                double optimizer_replicated = 0);
+
+// Optimizer state of each optimizer: bytes per parameter element (sharded over dp by ZeRO >= 1)
+// and bytes every rank holds whole.
+//   AdamW      8 (m, v f32)              SGD        4 (momentum)
+//   AdamW8bit  2 (m, v u8 codes) + 8/2048 (an f32 absmax of m and of v per 2048-element block)
+//   Adafactor  4 if beta1 (m) + 4 × the share of elements in 1-D parameters (their v); whole:
+//              4 × (rows + cols) of every matrix
+// plus 4 for the f32 master copy when parameters are 16-bit (master = true).
+struct OptimizerStateBytes {
+  double per_element = 0;
+  double replicated = 0;
+};
+OptimizerStateBytes optimizer_state_bytes(const train::TrainerOptions& o, bool master,
+                                          const std::vector<Shape>& shapes);
+// "AdamW8bit: 6.00 bytes per parameter (fp32 master 4 + m, v 2.00)" and the replicated part.
+std::string describe(const train::TrainerOptions& o, bool master, const OptimizerStateBytes& b);
 
 // "params 12.0 MiB, grads 6.0 MiB, optimizer 18.0 MiB, total 36.0 MiB".
 std::string describe(const ModelStateBytes& b);

@@ -71,18 +71,37 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
   z.stage3_param_persistence_threshold = 0;
   z.stage3_max_reuse_distance = 0;
   auto& opt = cfg.optimizer;
-  if (o.optimizer == train::OptimizerKind::sgd) {
-    opt.type = config::OptimizerType::sgd;
-    opt.lr = o.sgd.lr;
-    opt.momentum = o.sgd.momentum;
-    opt.nesterov = o.sgd.nesterov;
-    opt.weight_decay = o.sgd.weight_decay;
-  } else {
-    opt.type = config::OptimizerType::adamw;
-    opt.lr = o.adamw.lr;
-    opt.betas = {o.adamw.beta1, o.adamw.beta2};
-    opt.eps = o.adamw.eps;
-    opt.weight_decay = o.adamw.weight_decay;
+  switch (o.optimizer) {
+    case train::OptimizerKind::sgd:
+      opt.type = config::OptimizerType::sgd;
+      opt.lr = o.sgd.lr;
+      opt.momentum = o.sgd.momentum;
+      opt.nesterov = o.sgd.nesterov;
+      opt.weight_decay = o.sgd.weight_decay;
+      break;
+    case train::OptimizerKind::adafactor: {
+      const optim::AdafactorHyper& h = o.adafactor;
+      opt.type = config::OptimizerType::adafactor;
+      opt.lr = h.lr;
+      opt.adafactor_eps = {h.eps1, h.eps2};
+      opt.clip_threshold = h.clip_threshold;
+      opt.decay_rate = h.decay_rate;
+      opt.beta1 = h.beta1 >= 0 ? std::optional<double>(h.beta1) : std::nullopt;
+      opt.weight_decay = h.weight_decay;
+      opt.scale_parameter = h.scale_parameter;
+      opt.relative_step = h.relative_step;
+      opt.warmup_init = h.warmup_init;
+      break;
+    }
+    case train::OptimizerKind::adamw:
+    case train::OptimizerKind::adamw8bit:
+      opt.type = o.optimizer == train::OptimizerKind::adamw8bit ? config::OptimizerType::adamw8bit
+                                                                : config::OptimizerType::adamw;
+      opt.lr = o.adamw.lr;
+      opt.betas = {o.adamw.beta1, o.adamw.beta2};
+      opt.eps = o.adamw.eps;
+      opt.weight_decay = o.adamw.weight_decay;
+      break;
   }
   cfg.gradient_clipping = o.max_grad_norm;
   cfg.bf16.enabled = dt == DType::bf16;

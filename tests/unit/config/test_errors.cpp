@@ -171,10 +171,11 @@ const BadConfig kBad[] = {
     {"UnsupportedOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3}}})",
      {"optimizer.type=\"Lamb\" asks for the LAMB optimizer, a DeepSpeed feature Strata does not "
-      "implement; Strata's optimizer types are \"Adam\", \"AdamW\", \"SGD\""}},
+      "implement; Strata's optimizer types are \"Adam\", \"AdamW\", \"AdamW8bit\", "
+      "\"Adafactor\", \"SGD\""}},
     {"UnknownOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Sophia"}})",
-     {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"SGD\""}},
+     {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"AdamW8bit\", \"Adafactor\", \"SGD\""}},
     {"OptimizerTypo",
      "{" MICRO R"(, "optimizer": {"type": "AdamWW"}})",
      {"did you mean \"AdamW\"?"}},

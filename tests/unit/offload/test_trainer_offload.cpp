@@ -1,8 +1,8 @@
 // The Trainer with its optimizer state on the host or on NVMe computes exactly what it computes
-// with the state resident: parameters bitwise equal after every step (f32 and bf16, AdamW and
-// SGD, whole units and an owned shard). Also checks the claims of the CPU AdamW the offloaded
-// step runs on: every SIMD path and the threaded dispatcher equal the scalar reference bitwise,
-// and so does the bf16 copy of the parameters each path writes.
+// with the state resident: parameters bitwise equal after every step (f32 and bf16, AdamW, SGD,
+// AdamW8bit and Adafactor, whole units and an owned shard). Also checks the claims of the CPU
+// AdamW the offloaded step runs on: every SIMD path and the threaded dispatcher equal the scalar
+// reference bitwise, and so does the bf16 copy of the parameters each path writes.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -85,14 +85,17 @@ class TrainerOffload : public ::testing::TestWithParam<Case> {};
 TEST_P(TrainerOffload, CpuAndNvmeStatesTrainBitwiseLikeResident) {
   const Case c = GetParam();
   ScratchDir dir("trainer");
-  nn::ParamStoreOptions so{c.dtype, c.dtype, 1, {}};
-  so.shard_count = c.shards;
-  so.shard_index = c.shards - 1;
   train::TrainerOptions to;
   to.optimizer = c.opt;
   to.adamw.lr = 1e-2;
   to.sgd.lr = 1e-2;
   to.sgd.momentum = 0.9;
+  to.adafactor.relative_step = false;
+  to.adafactor.lr = 1e-2;
+  to.adafactor.beta1 = 0.9;
+  nn::ParamStoreOptions so{c.dtype, c.dtype, train::state_pad_multiple(to, c.shards), {}};
+  so.shard_count = c.shards;
+  so.shard_index = c.shards - 1;
   to.max_grad_norm = 0.5;
   to.precision = c.dtype == DType::f32 ? train::Precision::f32 : train::Precision::bf16;
   MemoryLedger ledger;
@@ -118,9 +121,8 @@ TEST_P(TrainerOffload, CpuAndNvmeStatesTrainBitwiseLikeResident) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& i) {
-  return std::string(dtype_name(i.param.dtype)) +
-         (i.param.opt == train::OptimizerKind::adamw ? "_adamw" : "_sgd") + "_shards" +
-         std::to_string(i.param.shards);
+  return std::string(dtype_name(i.param.dtype)) + "_" + train::optimizer_name(i.param.opt) +
+         "_shards" + std::to_string(i.param.shards);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -129,7 +131,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{DType::bf16, train::OptimizerKind::adamw, 1},
                       Case{DType::bf16, train::OptimizerKind::adamw, 3},
                       Case{DType::f32, train::OptimizerKind::sgd, 2},
-                      Case{DType::bf16, train::OptimizerKind::sgd, 1}),
+                      Case{DType::bf16, train::OptimizerKind::sgd, 1},
+                      Case{DType::f32, train::OptimizerKind::adamw8bit, 1},
+                      Case{DType::bf16, train::OptimizerKind::adamw8bit, 2},
+                      Case{DType::f32, train::OptimizerKind::adafactor, 1},
+                      Case{DType::bf16, train::OptimizerKind::adafactor, 3}),
     case_name);
 
 // The offloaded step runs framework/optim's AdamW on the host: check its claims at a size that

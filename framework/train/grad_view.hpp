@@ -1,0 +1,28 @@
+// The owned gradient slice of a unit as f32, as the optimizer kernels read it (16-bit gradients
+// are widened into a workspace tensor), and the number of owned elements that hold parameters.
+#pragma once
+
+#include <algorithm>
+
+#include "framework/core/convert.hpp"
+#include "framework/nn/param_store.hpp"
+
+namespace strata::train {
+
+// Elements of the owned slice that hold parameters (the padded tail holds none).
+inline std::size_t owned_numel(const nn::UnitLayout& l) {
+  return static_cast<std::size_t>(std::max<std::int64_t>(0, std::min(l.hi, l.numel) - l.lo));
+}
+
+// Unit u's owned gradients [lo, lo + owned_numel) as f32; `keep` holds the widened copy.
+inline const float* f32_grad(const nn::ParamStore& store, std::size_t u, Tensor& keep) {
+  const Tensor g = store.grad_shard(u);
+  if (g.dtype() == DType::f32) return g.data<float>();
+  const std::size_t owned = owned_numel(store.layout(u));
+  keep = Tensor::empty(Shape{static_cast<std::int64_t>(owned)}, DType::f32,
+                       store.options().memory.with(Category::workspace));
+  convert(g.raw(), g.dtype(), keep.raw(), DType::f32, owned);
+  return keep.data<float>();
+}
+
+}  // namespace strata::train

@@ -1,0 +1,229 @@
+#include "parallel/engine/optimizer_checkpoint.hpp"
+
+#include <algorithm>
+
+#include "framework/checkpoint/flat_range.hpp"
+#include "framework/optim/quantize.hpp"
+#include "framework/train/adafactor_step.hpp"
+
+namespace strata::parallel {
+
+namespace ck = strata::checkpoint;
+using train::OptimizerKind;
+
+namespace {
+
+constexpr auto kBlock = static_cast<std::int64_t>(optim::kQuantBlock);
+
+std::int64_t unit_blocks(const nn::UnitLayout& l) {
+  return static_cast<std::int64_t>(optim::quant_blocks(static_cast<std::size_t>(l.numel)));
+}
+
+std::string blocks_entry(const nn::UnitLayout& l) {
+  return ck::state_entry_name(l.params.front()->name, "blocks");
+}
+
+// Slices of an element-wise state tensor for [a, b); `owned` (or null when only sizes are
+// wanted) holds the unit's owned slice, which starts at flat position l.lo.
+template <typename F>
+void elementwise(const nn::UnitLayout& l, std::int64_t a, std::int64_t b, std::string_view kind,
+                 const Tensor* owned, DType dt, F&& f) {
+  if (a >= b) return;
+  const std::vector<ck::FlatParam> params = flat_params(l);
+  for (const ck::FlatPiece& p : ck::split_flat_range(params, a, b)) {
+    const void* data = nullptr;
+    if (owned)
+      data = static_cast<const unsigned char*>(owned->raw()) +
+             static_cast<std::size_t>(p.flat_begin - l.lo) * dtype_size(dt);
+    f(ck::SliceRef{std::string(kind), params[p.param].name, params[p.param].shape, dt, p.begin,
+                   p.end, data});
+  }
+}
+
+// Every state slice of unit u for range r; s null: data pointers null (sizes only).
+template <typename F>
+void visit(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
+           const StateSaveRange& r, const train::UnitOptimizerState* s, F&& f) {
+  auto elem = [&](std::string_view kind, const Tensor train::UnitOptimizerState::*member, DType dt) {
+    elementwise(l, r.a, r.b, kind, s ? &(s->*member) : nullptr, dt, f);
+  };
+  auto at = [&](const Tensor train::UnitOptimizerState::*member, std::int64_t offset, DType dt) {
+    return s ? static_cast<const void*>(static_cast<const unsigned char*>((s->*member).raw()) +
+                                        static_cast<std::size_t>(offset) * dtype_size(dt))
+             : nullptr;
+  };
+  using S = train::UnitOptimizerState;
+  switch (t.options().optimizer) {
+    case OptimizerKind::adamw:
+      elem(ck::kExpAvg, &S::m, DType::f32);
+      elem(ck::kExpAvgSq, &S::v, DType::f32);
+      break;
+    case OptimizerKind::sgd:
+      elem(ck::kMomentum, &S::m, DType::f32);
+      break;
+    case OptimizerKind::adamw8bit: {
+      elem(ck::kExpAvgQ8, &S::m_codes, DType::u8);
+      elem(ck::kExpAvgSqQ8, &S::v_codes, DType::u8);
+      if (r.block_a >= r.block_b) break;
+      const std::string name = blocks_entry(l);
+      const Shape shape{unit_blocks(l)};
+      const std::int64_t off = r.block_a - l.lo / kBlock;
+      f(ck::SliceRef{std::string(ck::kExpAvgAbsmax), name, shape, DType::f32, r.block_a,
+                     r.block_b, at(&S::m_absmax, off, DType::f32)});
+      f(ck::SliceRef{std::string(ck::kExpAvgSqAbsmax), name, shape, DType::f32, r.block_a,
+                     r.block_b, at(&S::v_absmax, off, DType::f32)});
+      break;
+    }
+    case OptimizerKind::adafactor: {
+      if (t.options().adafactor.has_beta1()) elem(ck::kExpAvg, &S::m, DType::f32);
+      for (const auto& p : t.adafactor()->params(u)) {
+        const nn::Parameter& param = *l.params[p.index];
+        if (p.factored) {
+          if (!r.replicated) continue;
+          f(ck::SliceRef{std::string(ck::kExpAvgSqRow), ck::state_entry_name(param.name, "row"),
+                         Shape{p.rows}, DType::f32, 0, p.rows, at(&S::factored, p.fac, DType::f32)});
+          f(ck::SliceRef{std::string(ck::kExpAvgSqCol), ck::state_entry_name(param.name, "col"),
+                         Shape{p.cols}, DType::f32, 0, p.cols,
+                         at(&S::factored, p.fac + p.rows, DType::f32)});
+        } else {
+          const std::int64_t a = std::max(r.a, p.a), b = std::min(r.b, p.b);
+          if (a >= b) continue;
+          f(ck::SliceRef{std::string(ck::kExpAvgSq), param.name, param.shape, DType::f32,
+                         a - p.offset, b - p.offset, at(&S::v, p.v + (a - p.a), DType::f32)});
+        }
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ck::FlatParam> flat_params(const nn::UnitLayout& l) {
+  std::vector<ck::FlatParam> out;
+  for (std::size_t i = 0; i < l.params.size(); ++i)
+    out.push_back({l.params[i]->name, l.params[i]->shape, l.offsets[i]});
+  return out;
+}
+
+const char* checkpoint_optimizer_name(const train::Trainer& t) {
+  switch (t.options().optimizer) {
+    case OptimizerKind::adamw: return "adamw";
+    case OptimizerKind::sgd: return "sgd";
+    case OptimizerKind::adamw8bit: return "adamw8bit";
+    case OptimizerKind::adafactor: return "adafactor";
+  }
+  return "?";
+}
+
+void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
+                          const StateSaveRange& r, const train::UnitOptimizerState& s,
+                          const std::function<void(const ck::SliceRef&)>& f) {
+  visit(t, l, u, r, &s, f);
+}
+
+std::size_t state_slice_bytes(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
+                              const StateSaveRange& r) {
+  std::size_t bytes = 0;
+  visit(t, l, u, r, nullptr, [&](const ck::SliceRef& sl) {
+    bytes += static_cast<std::size_t>(sl.end - sl.begin) * dtype_size(sl.dtype);
+  });
+  return bytes;
+}
+
+void check_state_compatible(const ck::CheckpointReader& reader, const nn::ParamStore& store,
+                            const train::Trainer& t) {
+  const ck::Manifest& m = reader.manifest();
+  if (m.state.optimizer.empty()) return;
+  const std::string& dir = reader.dir();
+  if (m.state.optimizer != checkpoint_optimizer_name(t))
+    user_fail("checkpoint",
+              "{} holds {} optimizer state but the trainer uses {}: resume with the optimizer "
+              "it was saved with (optimizer.type), or start from its weights alone after "
+              "`strata ckpt export`",
+              dir, m.state.optimizer, checkpoint_optimizer_name(t));
+  if (t.options().optimizer == OptimizerKind::adafactor && store.num_units() > 0 &&
+      !store.layout(0).params.empty()) {
+    const bool saved = reader.has(ck::kExpAvg, store.layout(0).params.front()->name);
+    const bool want = t.options().adafactor.has_beta1();
+    if (saved != want)
+      user_fail("checkpoint",
+                "{} was saved by Adafactor {} a first moment but optimizer.params.beta1 is {}: "
+                "resume with the beta1 it was saved with",
+                dir, saved ? "with" : "without",
+                want ? fmt::format("{}", t.options().adafactor.beta1) : std::string("null"));
+  }
+  if (t.options().optimizer == OptimizerKind::adamw8bit) {
+    for (std::size_t u = 0; u < store.num_units(); ++u) {
+      const nn::UnitLayout& l = store.layout(u);
+      if (l.params.empty()) continue;
+      const ck::ParamEntry* e = m.find(blocks_entry(l));
+      if (!e || e->shape != Shape{unit_blocks(l)})
+        user_fail("checkpoint",
+                  "{} has no AdamW8bit block statistics '{}' of {} blocks: it was saved with "
+                  "other units (quantization blocks are cut from each unit's flat buffer); "
+                  "resume with the model layout it was saved with",
+                  dir, blocks_entry(l), unit_blocks(l));
+    }
+  }
+}
+
+void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn::UnitLayout& l,
+                std::size_t u, train::UnitOptimizerState& s, bool with_moments) {
+  if (!with_moments) {
+    for (Tensor* x : {&s.m, &s.v, &s.m_codes, &s.v_codes, &s.m_absmax, &s.v_absmax, &s.factored})
+      if (x->defined()) x->zero();
+    return;
+  }
+  const std::int64_t hi = std::max(l.lo, std::min(l.hi, l.numel));  // padding only: none
+  const std::vector<ck::FlatParam> params = flat_params(l);
+  const auto pieces = ck::split_flat_range(params, l.lo, hi);
+  auto read_elem = [&](std::string_view kind, Tensor& dst) {
+    for (const ck::FlatPiece& p : pieces)
+      reader.read_range(kind, params[p.param].name, p.begin, p.end,
+                        static_cast<unsigned char*>(dst.raw()) +
+                            static_cast<std::size_t>(p.flat_begin - l.lo) * dtype_size(dst.dtype()),
+                        dst.dtype());
+  };
+  switch (t.options().optimizer) {
+    case OptimizerKind::adamw:
+      read_elem(ck::kExpAvg, s.m);
+      read_elem(ck::kExpAvgSq, s.v);
+      break;
+    case OptimizerKind::sgd:
+      read_elem(ck::kMomentum, s.m);
+      break;
+    case OptimizerKind::adamw8bit: {
+      read_elem(ck::kExpAvgQ8, s.m_codes);
+      read_elem(ck::kExpAvgSqQ8, s.v_codes);
+      s.m_absmax.zero();
+      s.v_absmax.zero();
+      const std::int64_t b0 = l.lo / kBlock;
+      const std::int64_t b1 = std::min(unit_blocks(l), l.hi / kBlock);
+      if (b0 < b1) {
+        const std::string name = blocks_entry(l);
+        reader.read_range(ck::kExpAvgAbsmax, name, b0, b1, s.m_absmax.data<float>(), DType::f32);
+        reader.read_range(ck::kExpAvgSqAbsmax, name, b0, b1, s.v_absmax.data<float>(), DType::f32);
+      }
+      break;
+    }
+    case OptimizerKind::adafactor:
+      if (t.options().adafactor.has_beta1()) read_elem(ck::kExpAvg, s.m);
+      for (const auto& p : t.adafactor()->params(u)) {
+        const std::string& name = l.params[p.index]->name;
+        if (p.factored) {
+          float* st = s.factored.data<float>() + p.fac;
+          reader.read_range(ck::kExpAvgSqRow, ck::state_entry_name(name, "row"), 0, p.rows, st,
+                            DType::f32);
+          reader.read_range(ck::kExpAvgSqCol, ck::state_entry_name(name, "col"), 0, p.cols,
+                            st + p.rows, DType::f32);
+        } else if (p.a < p.b) {
+          reader.read_range(ck::kExpAvgSq, name, p.a - p.offset, p.b - p.offset,
+                            s.v.data<float>() + p.v, DType::f32);
+        }
+      }
+      break;
+  }
+}
+
+}  // namespace strata::parallel

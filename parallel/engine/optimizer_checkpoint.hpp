@@ -1,0 +1,60 @@
+// Which checkpoint datasets hold a unit's optimizer state, for every optimizer the Trainer runs,
+// and how a rank reads its owned part back on any dp size or ZeRO stage:
+//   AdamW      exp_avg, exp_avg_sq (f32 per element);   SGD  momentum
+//   AdamW8bit  exp_avg_q8, exp_avg_sq_q8 (u8 codes per element) and exp_avg_absmax,
+//              exp_avg_sq_absmax (f32 per block) on the state entry "<unit's first param>#blocks";
+//              blocks are global in the unit's flat buffer and never straddle two ranks, so any
+//              resharding keeps them intact (no re-quantization)
+//   Adafactor  exp_avg (beta1) per element; exp_avg_sq per element of 1-D parameters; each
+//              matrix's replicated statistics whole on "<param>#row" / "<param>#col"
+//              (exp_avg_sq_row / exp_avg_sq_col), written once (dp rank 0), read by every rank.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "framework/checkpoint/flat_range.hpp"
+#include "framework/checkpoint/reader.hpp"
+#include "framework/checkpoint/slice.hpp"
+#include "framework/nn/param_store.hpp"
+#include "framework/train/trainer.hpp"
+
+namespace strata::parallel {
+
+// A unit's parameters as the checkpoint's flat-range helpers see them.
+std::vector<checkpoint::FlatParam> flat_params(const nn::UnitLayout& l);
+
+// The manifest's name for the trainer's optimizer: "adamw", "sgd", "adamw8bit", "adafactor".
+const char* checkpoint_optimizer_name(const train::Trainer& t);
+
+// What a rank writes of unit u: the element range [a, b) of its flat buffer, the quantization
+// blocks [block_a, block_b) (AdamW8bit), and whether it writes the replicated statistics.
+struct StateSaveRange {
+  std::int64_t a = 0, b = 0;
+  std::int64_t block_a = 0, block_b = 0;
+  bool replicated = false;
+};
+
+// Calls f for each slice of unit u's optimizer state in `r` (the master / "param" slices are the
+// caller's), pointing into s (the unit's state, its owned slice starting at flat layout.lo).
+void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
+                          const StateSaveRange& r, const train::UnitOptimizerState& s,
+                          const std::function<void(const checkpoint::SliceRef&)>& f);
+// The bytes those slices hold (staging buffers are sized with it before any state is read).
+std::size_t state_slice_bytes(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
+                              const StateSaveRange& r);
+
+// UserError (one line) when the checkpoint's optimizer state cannot be loaded into the trainer:
+// another optimizer, Adafactor with/without a first moment (beta1), or AdamW8bit blocks of
+// other units. Nothing to check when it holds no optimizer state.
+void check_state_compatible(const checkpoint::CheckpointReader& reader, const nn::ParamStore& store,
+                            const train::Trainer& t);
+// Reads unit u's optimizer state for its owned range [lo, min(hi, numel)); zeroes it when the
+// checkpoint holds none (with_moments false).
+void read_state(checkpoint::CheckpointReader& reader, const train::Trainer& t,
+                const nn::UnitLayout& l, std::size_t u, train::UnitOptimizerState& s,
+                bool with_moments);
+
+}  // namespace strata::parallel
