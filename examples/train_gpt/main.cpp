@@ -132,7 +132,6 @@ int run(const Args& a) {
                               cfg.strata.data.seed);
   parallel::CheckpointPolicy& checkpoints = training.checkpoints();
   checkpoints.set_data(&batches);
-  nn::ParamStore& store = training.store();
   parallel::DataParallelEngine& engine = training.engine();
   const train::Precision prec = train::precision_of(cfg);
   auto next_batch = [&](nn::Batch& b) { batches.next(b); };

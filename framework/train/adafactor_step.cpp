@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/optim/clip.hpp"
+#include "framework/backend/ops/ops.hpp"
 #include "framework/train/grad_view.hpp"
 #include "framework/train/trainer.hpp"
 
@@ -88,12 +88,13 @@ double AdafactorStep::run(nn::ParamStore& store, OptimizerStateStore& states,
     if (unit.factored > 0)
       std::copy_n(s.factored.data<float>(), unit.factored, stats.data() + unit.fac_base);
     const nn::ValueShardScope held(store, u, false);
-    const float* master = pd == DType::f32 ? held.get().data<float>() : s.master.data<float>();
+    const Tensor master_t = pd == DType::f32 ? held.get() : s.master;
     for (const Param& p : unit.params) {
       if (p.a >= p.b) continue;
       const std::int64_t off = p.a - l.lo;
       const auto n = static_cast<std::size_t>(p.b - p.a);
-      if (h_.scale_parameter) p_sq[p.global] += optim::sum_squares(master + off, n);
+      if (h_.scale_parameter && n > 0)
+        p_sq[p.global] += ops::sum_squares(master_t.slice(0, off, off + static_cast<std::int64_t>(n)));
       if (p.factored) {
         double* rows = fac_sums + unit.fac_base + p.fac;
         optim::adafactor_sq_sums(g + off, p.a - p.offset, n, p.cols, grad_scale, eps1, rows,

@@ -50,7 +50,9 @@ class Training {
   const Group& dp() const { return grid_.dp(); }
   nn::Model& model() { return model_; }
   nn::ParamStore& store() { return *store_; }
+  const nn::ParamStore& store() const { return *store_; }
   train::Trainer& trainer() { return *trainer_; }
+  const train::Trainer& trainer() const { return *trainer_; }
   DataParallelEngine& engine() { return *engine_; }
   CheckpointPolicy& checkpoints() { return *checkpoints_; }
   MemoryLedger& ledger() const { return ledger_; }

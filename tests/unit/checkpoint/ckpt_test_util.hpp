@@ -160,14 +160,14 @@ template <typename E = std::exception>
                                        const std::vector<std::string>& fragments) {
   try {
     f();
-  } catch (const E& e) {
+  } catch (const std::exception& e) {
+    if (dynamic_cast<const E*>(&e) == nullptr)
+      return ::testing::AssertionFailure() << "wrong exception type: " << e.what();
     const std::string what = e.what();
     for (const auto& frag : fragments)
       if (what.find(frag) == std::string::npos)
         return ::testing::AssertionFailure() << "message lacks «" << frag << "»: " << what;
     return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "wrong exception type: " << e.what();
   }
   return ::testing::AssertionFailure() << "nothing was thrown";
 }
