@@ -26,4 +26,18 @@ void free_pinned(void* p);
 enum class CopyKind { host_to_device, device_to_host, device_to_device };
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
 
+// Streams and events (framework/backend/stream.hpp builds on these). Handles are cudaStream_t /
+// cudaEvent_t; streams are non-blocking (never ordered by the legacy default stream), events
+// take no timing.
+void* stream_create(int device);
+void stream_destroy(void* stream);
+void stream_synchronize(void* stream);
+void* event_create(int device);
+void event_destroy(void* event);
+void event_record(void* event, void* stream);
+void stream_wait_event(void* stream, void* event);
+void event_synchronize(void* event);
+bool event_query(void* event);
+void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, void* stream);
+
 }  // namespace strata::cuda

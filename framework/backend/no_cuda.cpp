@@ -19,6 +19,22 @@ void free_pinned(void*) {}
 void memcpy(void*, const void*, std::size_t, CopyKind) {
   user_fail("cuda", "this Strata build has no CUDA support");
 }
+void* stream_create(int) {
+  user_fail("cuda", "a CUDA stream was asked for but this Strata build has no CUDA support");
+}
+void stream_destroy(void*) {}
+void stream_synchronize(void*) {}
+void* event_create(int) {
+  user_fail("cuda", "a CUDA event was asked for but this Strata build has no CUDA support");
+}
+void event_destroy(void*) {}
+void event_record(void*, void*) {}
+void stream_wait_event(void*, void*) {}
+void event_synchronize(void*) {}
+bool event_query(void*) { return true; }
+void memcpy_async(void*, const void*, std::size_t, CopyKind, void*) {
+  user_fail("cuda", "this Strata build has no CUDA support");
+}
 
 }  // namespace strata::cuda
 #endif

@@ -74,7 +74,7 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
 Tensor Tensor::empty(const Shape& shape, DType dtype, const TensorOptions& o) {
   check_known_extents(shape);
   auto st = Storage::allocate(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype),
-                              o.device, o.tier, o.category, ledger_of(o));
+                              o.device, o.tier, o.category, ledger_of(o), o.pinned);
   return Tensor(std::move(st), dtype, shape, shape.contiguous_strides(), 0);
 }
 

@@ -20,9 +20,11 @@ struct TensorOptions {
   Tier tier = Tier::device;
   Category category = Category::other;
   MemoryLedger* ledger = nullptr;  // nullptr: MemoryLedger::global()
+  bool pinned = false;             // host tier: page-locked where CUDA can pin it
 
   TensorOptions with(Category c) const { auto o = *this; o.category = c; return o; }
   TensorOptions with(Tier t) const { auto o = *this; o.tier = t; return o; }
+  TensorOptions pinned_if(bool p) const { auto o = *this; o.pinned = p; return o; }
 };
 
 class Tensor {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "framework/core/error.hpp"
+#include "framework/memory/ledger.hpp"
 #include "framework/memory/size.hpp"
 
 namespace strata {
@@ -38,39 +39,59 @@ std::size_t default_capacity() {
 }  // namespace
 
 struct HostBlockCache::Impl {
-  std::size_t capacity;
+  std::size_t capacity = 0;
+  bool account = false;  // charge cached bytes to the global ledger as reserved (the process-wide cache)
   mutable std::mutex mu;
-  // Free blocks, most recently returned at the front; by size for lookup.
+  // Free blocks, most recently returned at the front; by (tier, size) for lookup.
   struct Block {
     void* p;
     std::size_t bytes;
+    Tier tier;
   };
   std::list<Block> lru;
-  std::unordered_multimap<std::size_t, std::list<Block>::iterator> by_size;
+  std::unordered_multimap<std::size_t, std::list<Block>::iterator> by_key;
   std::size_t cached = 0, hits = 0, misses = 0;
 
-  // Unlinks the least recently returned block; the caller frees it after dropping the lock
-  // (free may unmap, which should not hold up other threads' allocations).
-  void* drop_oldest() {
-    const Block b = lru.back();
-    auto [lo, hi] = by_size.equal_range(b.bytes);
-    for (auto it = lo; it != hi; ++it)
-      if (it->second == std::prev(lru.end())) {
-        by_size.erase(it);
+  static std::size_t key(Tier t, std::size_t bytes) { return bytes * kNumTiers + std::size_t(t); }
+
+  void reserve(Tier t, std::size_t n) {
+    if (account) MemoryLedger::global().reserve(t, n);
+  }
+  void unreserve(Tier t, std::size_t n) {
+    if (account) MemoryLedger::global().unreserve(t, n);
+  }
+
+  // Unlinks block `it`; the caller frees it after dropping the lock (free may unmap, which
+  // should not hold up other threads' allocations).
+  void* unlink(std::list<Block>::iterator it) {
+    auto [lo, hi] = by_key.equal_range(key(it->tier, it->bytes));
+    for (auto k = lo; k != hi; ++k)
+      if (k->second == it) {
+        by_key.erase(k);
         break;
       }
-    lru.pop_back();
+    const Block b = *it;
+    lru.erase(it);
     cached -= b.bytes;
+    unreserve(b.tier, b.bytes);
     return b.p;
   }
+  void* drop_oldest() { return unlink(std::prev(lru.end())); }
 };
 
 HostBlockCache& HostBlockCache::instance() {
-  static HostBlockCache* cache = new HostBlockCache(default_capacity());  // never destroyed:
-  return *cache;  // storages may be released during static destruction
+  static HostBlockCache* cache = [] {  // never destroyed: storages may be released during
+    auto* c = new HostBlockCache(default_capacity());  // static destruction
+    c->impl_->account = true;
+    return c;
+  }();
+  return *cache;
 }
 
-HostBlockCache::HostBlockCache(std::size_t capacity) : impl_(new Impl{capacity, {}, {}, {}}) {}
+HostBlockCache::HostBlockCache(std::size_t capacity)
+    : impl_(new Impl) {
+  impl_->capacity = capacity;
+}
 
 HostBlockCache::~HostBlockCache() {
   trim();
@@ -82,19 +103,21 @@ std::size_t HostBlockCache::rounded_size(std::size_t bytes) {
   return (bytes + kPage - 1) / kPage * kPage;
 }
 
-void* HostBlockCache::allocate(std::size_t bytes) {
+void* HostBlockCache::allocate(std::size_t bytes, Tier tier) {
   const std::size_t n = rounded_size(std::max<std::size_t>(bytes, 1));
   if (n >= kMinBlock && impl_->capacity > 0) {
     std::lock_guard lk(impl_->mu);
-    if (auto it = impl_->by_size.find(n); it != impl_->by_size.end()) {
-      void* p = it->second->p;
-      impl_->lru.erase(it->second);
-      impl_->by_size.erase(it);
-      impl_->cached -= n;
+    if (auto it = impl_->by_key.find(Impl::key(tier, n)); it != impl_->by_key.end()) {
       ++impl_->hits;
-      return p;
+      return impl_->unlink(it->second);
     }
     ++impl_->misses;
+  }
+  if (impl_->account) {
+    // A capped tier: what storages hold plus what the cache keeps stays within the cap.
+    const MemoryLedger& l = MemoryLedger::global();
+    if (const auto cap = l.cap(tier); cap && l.current(tier) + l.reserved(tier) + n > *cap)
+      trim(tier);
   }
   const std::size_t align = n >= kMinBlock ? kPage : 64;
   const std::size_t size = (n + align - 1) / align * align;
@@ -106,7 +129,7 @@ void* HostBlockCache::allocate(std::size_t bytes) {
   return p;
 }
 
-void HostBlockCache::release(void* p, std::size_t bytes) {
+void HostBlockCache::release(void* p, std::size_t bytes, Tier tier) {
   if (!p) return;
   const std::size_t n = rounded_size(std::max<std::size_t>(bytes, 1));
   if (n < kMinBlock || n > impl_->capacity) {
@@ -118,9 +141,10 @@ void HostBlockCache::release(void* p, std::size_t bytes) {
     std::lock_guard lk(impl_->mu);
     while (impl_->cached + n > impl_->capacity && !impl_->lru.empty())
       evicted.push_back(impl_->drop_oldest());
-    impl_->lru.push_front({p, n});
-    impl_->by_size.emplace(n, impl_->lru.begin());
+    impl_->lru.push_front({p, n, tier});
+    impl_->by_key.emplace(Impl::key(tier, n), impl_->lru.begin());
     impl_->cached += n;
+    impl_->reserve(tier, n);
   }
   for (void* q : evicted) std::free(q);
 }
@@ -130,6 +154,19 @@ void HostBlockCache::trim() {
   {
     std::lock_guard lk(impl_->mu);
     while (!impl_->lru.empty()) evicted.push_back(impl_->drop_oldest());
+  }
+  for (void* q : evicted) std::free(q);
+}
+
+void HostBlockCache::trim(Tier tier) {
+  std::vector<void*> evicted;
+  {
+    std::lock_guard lk(impl_->mu);
+    for (auto it = impl_->lru.begin(); it != impl_->lru.end();) {
+      auto next = std::next(it);
+      if (it->tier == tier) evicted.push_back(impl_->unlink(it));
+      it = next;
+    }
   }
   for (void* q : evicted) std::free(q);
 }

@@ -1,10 +1,14 @@
 // HostBlockCache: keeps freed large host blocks for reuse by Storage, so that a training step's
 // activation and workspace buffers (the same sizes every step) are not returned to the OS and
 // page-faulted back in each time (glibc unmaps large blocks on free). Bounded; off with
-// STRATA_HOST_CACHE=0. Cached blocks are free memory: they are not charged to the ledger.
+// STRATA_HOST_CACHE=0. A block is cached for the tier it was freed from (the CPU backend's device
+// tier and the host tier are separate pools, as a GPU's and its host's would be), and the global
+// ledger shows the cached bytes per tier as reserved (MemoryLedger::reserve).
 #pragma once
 
 #include <cstddef>
+
+#include "framework/memory/tier.hpp"
 
 namespace strata {
 
@@ -30,14 +34,18 @@ class HostBlockCache {
   HostBlockCache& operator=(const HostBlockCache&) = delete;
 
   // A block of exactly `bytes` (a multiple of 4096 for cached sizes; see rounded_size), aligned
-  // to 4096: a cached one if there is one, else a new one; nullptr if the OS refuses even after
-  // the cache has been emptied. Contents are unspecified (never assume zeros).
-  void* allocate(std::size_t bytes);
-  // Returns a block from allocate(bytes): kept if it fits under the capacity (evicting the
+  // to 4096, for `tier`: a cached one of that tier if there is one, else a new one; nullptr if
+  // the OS refuses even after the cache has been emptied. Contents are unspecified (never assume
+  // zeros). When the global ledger caps the tier and what its storages hold plus what the cache
+  // keeps would pass the cap, the tier's cached blocks are freed first (as a GPU's caching
+  // allocator empties its cache before cudaMalloc would fail).
+  void* allocate(std::size_t bytes, Tier tier = Tier::device);
+  // Returns a block from allocate(bytes, tier): kept if it fits under the capacity (evicting the
   // least recently returned blocks), else freed.
-  void release(void* p, std::size_t bytes);
-  // Frees every cached block.
+  void release(void* p, std::size_t bytes, Tier tier = Tier::device);
+  // Frees every cached block (of every tier, or of one).
   void trim();
+  void trim(Tier tier);
   HostBlockCacheStats stats() const;
 
   // The size a request of `bytes` is served with: small requests unchanged, large ones rounded

@@ -53,6 +53,21 @@ void MemoryLedger::release(Tier t, Category c, std::uint64_t bytes) {
   s_.tier_current[ti] -= b;
 }
 
+void MemoryLedger::reserve(Tier t, std::uint64_t bytes) {
+  std::lock_guard lk(mu_);
+  s_.reserved[int(t)] += bytes;
+}
+
+void MemoryLedger::unreserve(Tier t, std::uint64_t bytes) {
+  std::lock_guard lk(mu_);
+  s_.reserved[int(t)] -= std::min(bytes, s_.reserved[int(t)]);
+}
+
+std::uint64_t MemoryLedger::reserved(Tier t) const {
+  std::lock_guard lk(mu_);
+  return s_.reserved[int(t)];
+}
+
 std::uint64_t MemoryLedger::current(Tier t, Category c) const {
   std::lock_guard lk(mu_);
   return s_.current[int(t)][int(c)];
@@ -91,7 +106,7 @@ std::string format_memory_report(const MemorySnapshot& s) {
   std::string out = fmt::format("{:<8} {:<13} {:>12} {:>12}\n", "tier", "category", "current", "peak");
   for (std::size_t t = 0; t < kNumTiers; ++t) {
     const Tier tier = static_cast<Tier>(t);
-    bool any = s.tier_peak[t] > 0 || s.cap[t].has_value();
+    bool any = s.tier_peak[t] > 0 || s.cap[t].has_value() || s.reserved[t] > 0;
     if (!any) continue;
     for (std::size_t c = 0; c < kNumCategories; ++c) {
       if (s.peak[t][c] == 0) continue;
@@ -102,6 +117,9 @@ std::string format_memory_report(const MemorySnapshot& s) {
     out += fmt::format("{:<8} {:<13} {:>12} {:>12}{}\n", tier_name(tier), "total",
                        format_bytes(s.tier_current[t]), format_bytes(s.tier_peak[t]),
                        s.cap[t] ? fmt::format("   (cap {})", format_bytes(*s.cap[t])) : "");
+    if (s.reserved[t] > 0)
+      out += fmt::format("{:<8} {:<13} {:>12}   (free, kept for reuse by the caching allocator)\n",
+                         tier_name(tier), "cached", format_bytes(s.reserved[t]));
   }
   if (out.find('\n') == out.size() - 1) out += "(nothing allocated)\n";
   return out;

@@ -21,6 +21,9 @@ struct MemorySnapshot {
   std::array<std::uint64_t, kNumTiers> tier_current{};
   std::array<std::uint64_t, kNumTiers> tier_peak{};  // peak of the tier's total
   std::array<std::optional<std::uint64_t>, kNumTiers> cap{};
+  // Free blocks the process's caching allocators keep for reuse, per tier (PyTorch's
+  // memory_reserved minus memory_allocated): memory the OS sees in use, no storage holds.
+  std::array<std::uint64_t, kNumTiers> reserved{};
 };
 
 // What was asked for when a cap was exceeded; given to the advisor.
@@ -52,6 +55,10 @@ class MemoryLedger {
   void charge(Tier t, Category c, std::uint64_t bytes);
   // Returns bytes charged earlier.
   void release(Tier t, Category c, std::uint64_t bytes);
+  // Bytes a caching allocator keeps (free) for reuse on tier t, and gives back.
+  void reserve(Tier t, std::uint64_t bytes);
+  void unreserve(Tier t, std::uint64_t bytes);
+  std::uint64_t reserved(Tier t) const;
 
   std::uint64_t current(Tier t, Category c) const;
   std::uint64_t current(Tier t) const;

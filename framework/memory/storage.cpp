@@ -3,15 +3,14 @@
 #include <cstdlib>
 #include <new>
 
-#include "framework/backend/cuda_runtime.hpp"
 #include "framework/core/error.hpp"
-#include "framework/memory/host_block_cache.hpp"
+#include "framework/memory/allocator.hpp"
 #include "framework/memory/size.hpp"
 
 namespace strata {
 
 std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tier tier,
-                                           Category category, MemoryLedger& ledger) {
+                                           Category category, MemoryLedger& ledger, bool pinned) {
   STRATA_CHECK(tier != Tier::nvme, "memory", "the nvme tier holds files, not memory: use the "
                "offload swapper to place {} on NVMe", category_name(category));
   std::shared_ptr<Storage> s(new Storage());
@@ -22,19 +21,16 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tie
   s->charge_ = LedgerCharge(ledger, tier, category, bytes);  // throws OutOfMemory first
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kStorageAlignment - 1) /
                               kStorageAlignment * kStorageAlignment;
-  if (device.is_cuda()) {
-    s->data_ = cuda::malloc_device(rounded, device.index);
-    const int idx = device.index;
-    s->deleter_ = [idx](void* p) { cuda::free_device(p, idx); };
-  } else {
-    // Large blocks come from (and go back to) the host block cache, so the same buffers each
-    // step are not unmapped and page-faulted back in.
-    s->data_ = HostBlockCache::instance().allocate(rounded);
-    if (!s->data_)
-      fail("memory", "the operating system refused {} of {} memory for {}", format_bytes(rounded),
-           tier_name(tier), category_name(category));
-    s->deleter_ = [rounded](void* p) { HostBlockCache::instance().release(p, rounded); };
-  }
+  // Large host blocks come from (and go back to) the host block cache, so the same buffers each
+  // step are not unmapped and page-faulted back in; a GPU's memory from its allocator.
+  Allocator& a = device.is_cuda() || tier == Tier::device ? device_allocator(device)
+                                                          : host_allocator(pinned);
+  const Stream stream = current_stream(device);
+  s->data_ = a.allocate(rounded, tier, stream);
+  if (!s->data_)
+    fail("memory", "the operating system refused {} of {} memory for {} ({})", format_bytes(rounded),
+         tier_name(tier), category_name(category), a.name());
+  s->deleter_ = [&a, rounded, tier, stream](void* p) { a.release(p, rounded, tier, stream); };
   return s;
 }
 

@@ -15,10 +15,13 @@ inline constexpr std::size_t kStorageAlignment = 64;
 
 class Storage {
  public:
-  // Allocates bytes on device, charged to ledger under (tier, category). Throws OutOfMemory.
+  // Allocates bytes on device, charged to ledger under (tier, category), from the device's
+  // allocator (or the host allocator, pinned when asked and possible, for the host tier).
+  // Throws OutOfMemory when the tier's cap would be passed.
   static std::shared_ptr<Storage> allocate(std::size_t bytes, Device device, Tier tier,
                                            Category category,
-                                           MemoryLedger& ledger = MemoryLedger::global());
+                                           MemoryLedger& ledger = MemoryLedger::global(),
+                                           bool pinned = false);
   // Wraps memory someone else owns (e.g. an mmap); deleter runs on destruction. Not charged.
   static std::shared_ptr<Storage> wrap(void* data, std::size_t bytes, Device device,
                                        std::function<void(void*)> deleter = {});

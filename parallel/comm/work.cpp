@@ -62,6 +62,12 @@ void WorkState::set_explain(Explain e) {
   explain_ = std::move(e);
 }
 
+void WorkState::set_device_event(Event done) {
+  std::lock_guard lk(mu_);
+  device_done_ = std::move(done);
+  has_device_event_ = true;
+}
+
 void WorkState::keep_alive(std::shared_ptr<const void> p) {
   std::lock_guard lk(mu_);
   if (done_.load() && !error_) return;  // completed: the buffers are no longer in use
@@ -161,6 +167,15 @@ void Work::wait(std::chrono::milliseconds timeout) const {
 
 void Work::wait() const {
   if (s_) s_->wait(s_->timeout());
+}
+
+void Work::wait_on(const Stream& stream) const {
+  if (!s_) return;
+  if (const Event* e = s_->device_event(); e && stream.device().is_cuda()) {
+    e->wait(stream);  // the device waits; errors surface at the next host wait
+    return;
+  }
+  wait();
 }
 
 void wait_all(const std::vector<Work>& works) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/stream.hpp"
 #include "parallel/comm/op.hpp"
 
 namespace strata::parallel {
@@ -48,12 +49,17 @@ class WorkState {
   void set_driver(std::shared_ptr<ProgressDriver> d, std::chrono::milliseconds spin);
   // Explains a timeout (asks peers where they are); called on the waiting thread.
   void set_explain(Explain e);
+  // The call is queued on a device stream and `done` was recorded after it there: a consumer
+  // stream can then wait for it on the device (Work::wait_on) without blocking the host.
+  void set_device_event(Event done);
   // Keeps buffers (tensor storage, staging) alive until the operation completes (or, if it
   // failed, until the state dies: a failed call may still be in flight).
   void keep_alive(std::shared_ptr<const void> p);
 
   bool is_completed();
   void wait(std::chrono::milliseconds timeout);
+  // The device event set_device_event gave, if any.
+  const Event* device_event() const { return has_device_event_ ? &device_done_ : nullptr; }
 
  private:
   [[noreturn]] void throw_timeout(std::chrono::milliseconds timeout);
@@ -69,6 +75,8 @@ class WorkState {
   std::shared_ptr<ProgressDriver> driver_;
   std::chrono::milliseconds spin_{0};
   Explain explain_;
+  Event device_done_;
+  bool has_device_event_ = false;
   std::vector<std::shared_ptr<const void>> keep_;
 };
 
@@ -86,6 +94,9 @@ class Work {
   void wait(std::chrono::milliseconds timeout) const;
   // Waits with the group's timeout (strata.comm.timeout_s, default 300 s).
   void wait() const;
+  // Orders `stream` after the call: a device stream waits for the call's device event without
+  // blocking the host (NCCL); a call on the host (MPI), or the CPU's stream, is waited for here.
+  void wait_on(const Stream& stream) const;
   const OpDesc* op() const { return s_ ? &s_->op() : nullptr; }
   // Keeps p alive at least until the call completes.
   void keep_alive(std::shared_ptr<const void> p) const {

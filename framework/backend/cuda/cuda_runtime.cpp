@@ -72,6 +72,59 @@ void* malloc_pinned(std::size_t bytes) {
 void free_pinned(void* p) {
   if (p) cudaFreeHost(p);
 }
+namespace {
+cudaMemcpyKind kind_of(CopyKind kind) {
+  return kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
+         : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
+                                            : cudaMemcpyDeviceToDevice;
+}
+}  // namespace
+
+void* stream_create(int device) {
+  STRATA_CHECK_CUDA(cudaSetDevice(device));
+  cudaStream_t s = nullptr;
+  STRATA_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+void stream_destroy(void* stream) {
+  if (stream) cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+}
+void stream_synchronize(void* stream) {
+  STRATA_CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+void* event_create(int device) {
+  STRATA_CHECK_CUDA(cudaSetDevice(device));
+  cudaEvent_t e = nullptr;
+  STRATA_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+void event_destroy(void* event) {
+  if (event) cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+void event_record(void* event, void* stream) {
+  STRATA_CHECK_CUDA(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+}
+void stream_wait_event(void* stream, void* event) {
+  STRATA_CHECK_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
+                                        static_cast<cudaEvent_t>(event), 0));
+}
+void event_synchronize(void* event) {
+  STRATA_CHECK_CUDA(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+}
+bool event_query(void* event) {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (e == cudaSuccess) return true;
+  if (e == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  STRATA_CHECK_CUDA(e);
+  return false;
+}
+void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, void* stream) {
+  STRATA_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), static_cast<cudaStream_t>(stream)));
+}
+
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
   const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
                            : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost

@@ -204,3 +204,17 @@ TEST(Collectives, MismatchedArgumentsAreRejectedBeforeAnythingIsSent) {
   EXPECT_THROW(g.all_reduce(Tensor::zeros(Shape{3, 4}, DType::f32).transpose(0, 1)), Error);
   EXPECT_EQ(g.sequence(), before);  // nothing was numbered, so the ranks stay in step
 }
+
+// A CPU stream (or a call on the host) has no device event to queue behind: Work::wait_on waits
+// for the call itself, so the result is there when it returns.
+TEST(Collectives, WaitOnTheCpuStreamCompletesTheCall) {
+  const auto& g = world();
+  const int r = g.rank(), n = g.size();
+  const DType t = DType::f32;
+  const std::size_t count = 1000003;
+  Tensor x = make(t, count, [&](std::size_t i) { return value(t, r, i); });
+  parallel::Work w = g.all_reduce(x, ReduceOp::sum);
+  w.wait_on(current_stream(Device::cpu()));
+  EXPECT_TRUE(w.is_completed());
+  EXPECT_EQ(mismatch(read(x), [&](std::size_t i) { return reduced(t, ReduceOp::sum, n, i); }), "");
+}
