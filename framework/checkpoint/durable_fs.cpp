@@ -60,7 +60,8 @@ void rename_durable(const std::string& from, const std::string& to) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
+  // Unique per process: two jobs sharing a log folder may write the same file at once.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (f.fd < 0) fail("checkpoint", "cannot create '{}': {}", tmp, std::strerror(errno));

@@ -3,7 +3,12 @@
 // skipped with a warning in favour of the previous complete checkpoint.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "ckpt_test_util.hpp"
 #include "framework/checkpoint/catalog.hpp"
@@ -191,6 +196,43 @@ TEST_F(FindLatest, NothingUsableIsAnErrorNotAFreshStart) {
   write_file_atomic(tmp2 / "latest", "../../etc\n");
   EXPECT_TRUE(throws_with<UserError>([&] { resolve_checkpoint_dir(tmp2.str()); },
                                      {"latest", "not a step"}));
+}
+
+
+// Two processes (two jobs sharing a log folder) writing the same file at once: each write is
+// whole, neither fails on the other's temporary file, and none is left behind.
+TEST(DurableFs, ConcurrentAtomicWritesOfOneFileFromTwoProcesses) {
+  TempDir tmp;
+  const std::string path = tmp / "resolved_config.json";
+  const std::string a(64 * 1024, 'a'), b(64 * 1024, 'b');
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int rc = 0;
+    try {
+      for (int i = 0; i < 200; ++i) write_file_atomic(path, b);
+    } catch (...) {
+      rc = 1;
+    }
+    ::_exit(rc);
+  }
+  bool ok = true;
+  try {
+    for (int i = 0; i < 200; ++i) write_file_atomic(path, a);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+    ok = false;
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(ok);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the other writer failed";
+  std::stringstream got;
+  got << std::ifstream(path).rdbuf();
+  EXPECT_TRUE(got.str() == a || got.str() == b);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.str())) (void)e, ++files;
+  EXPECT_EQ(files, 1);
 }
 
 }  // namespace
