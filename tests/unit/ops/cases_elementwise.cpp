@@ -1,0 +1,115 @@
+// Harness cases of the elementwise ops, casts and checks: add, add_inplace, scale_inplace and cast
+// in every mix of dtypes, sum_squares, has_inf_or_nan with ±inf and NaN planted.
+#include <limits>
+
+#include "framework/backend/ops/ops.hpp"
+#include "tests/unit/ops/op_harness.hpp"
+
+namespace strata::ops::test {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// 20000 elements: two of the 16-bit path's 16384-element chunks.
+OpCase add_case() {
+  OpCase c;
+  c.name = "add";
+  const Shape s{100, 200};
+  c.tensors = {{"a", s, 'x', normal()}, {"b", s, 'y', normal(3.0)}, {"out", s, 'o', unset()}};
+  c.calls.push_back({"add", {0, 1, 2}, {2}, [](const std::vector<Tensor>& t) {
+                       add(t[0], t[1], t[2]);
+                       return 0.0;
+                     }});
+  c.combos = product_combos("xyo");
+  return c;
+}
+
+// b has a's element count in another shape.
+OpCase add_inplace_case() {
+  OpCase c;
+  c.name = "add_inplace";
+  c.tensors = {{"a", Shape{100, 200}, 'x', normal()}, {"b", Shape{20000}, 'y', normal(0.01)}};
+  c.calls.push_back({"add_inplace", {0, 1}, {0}, [](const std::vector<Tensor>& t) {
+                       add_inplace(t[0], t[1]);
+                       return 0.0;
+                     }});
+  c.combos = product_combos("xy");
+  return c;
+}
+
+OpCase scale_inplace_case() {
+  OpCase c;
+  c.name = "scale_inplace";
+  c.tensors = {{"a", Shape{20001}, 'x', normal(3.0)}};
+  c.calls.push_back({"scale_inplace", {0}, {0}, [](const std::vector<Tensor>& t) {
+                       scale_inplace(t[0], -0.375f);
+                       return 0.0;
+                     }});
+  c.combos = product_combos("x");
+  return c;
+}
+
+// With values at the edges of the 16-bit ranges: f16's largest finite and the first that rounds
+// to inf, beyond f16's range, an f16 subnormal, -0, an f32 subnormal, near f32's largest.
+OpCase cast_case() {
+  OpCase c;
+  c.name = "cast";
+  c.tensors = {{"src", Shape{1000}, 'x',
+                planted(normal(3.0), {{0, 65504.0f}, {1, 65520.0f}, {2, 1e5f}, {3, 1e-6f},
+                                      {4, -0.0f}, {5, 1e-40f}, {6, -3e38f}, {7, kInf}})},
+               {"dst", Shape{10, 100}, 'y', unset()}};
+  c.calls.push_back({"cast", {0, 1}, {1}, [](const std::vector<Tensor>& t) {
+                       cast(t[0], t[1]);
+                       return 0.0;
+                     }});
+  c.combos = product_combos("xy");
+  return c;
+}
+
+OpCase sum_squares_case() {
+  OpCase c;
+  c.name = "sum_squares";
+  c.tensors = {{"x", Shape{20003}, 'x', normal(3.0)}};
+  Call call{"sum_squares", {0}, {}, [](const std::vector<Tensor>& t) { return sum_squares(t[0]); }};
+  call.scalar = true;  // bitwise: 16-bit values are widened exactly
+  c.calls.push_back(std::move(call));
+  c.combos = product_combos("x");
+  return c;
+}
+
+Call inf_or_nan(int i, std::optional<double> expect) {
+  Call call{"has_inf_or_nan", {i}, {},
+            [i](const std::vector<Tensor>& t) {
+              return has_inf_or_nan(t[static_cast<std::size_t>(i)]) ? 1.0 : 0.0;
+            }};
+  call.scalar = true;
+  call.expect = expect;
+  return call;
+}
+
+OpCase has_inf_or_nan_case() {
+  OpCase c;
+  c.name = "has_inf_or_nan";
+  c.tensors = {
+      {"clean", Shape{20003}, 'x', normal(3.0)},
+      {"inf_inside", Shape{20003}, 'x', planted(normal(), {{12345, kInf}})},
+      {"nan_last", Shape{37}, 'x', planted(normal(), {{36, kNaN}})},
+      {"minus_inf_first", Shape{37}, 'x', planted(normal(), {{0, -kInf}})},
+      // Finite in f32 and bf16, inf once rounded to f16: the answer follows the tensor's dtype.
+      {"beyond_f16", Shape{37}, 'x', planted(normal(), {{17, 1e5f}})},
+  };
+  c.calls = {inf_or_nan(0, 0.0), inf_or_nan(1, 1.0), inf_or_nan(2, 1.0), inf_or_nan(3, 1.0),
+             inf_or_nan(4, std::nullopt)};
+  c.combos = product_combos("x");
+  return c;
+}
+
+}  // namespace
+
+std::vector<OpCase> elementwise_cases() {
+  return {add_case(),         add_inplace_case(), scale_inplace_case(),
+          cast_case(),        sum_squares_case(), has_inf_or_nan_case()};
+}
+
+}  // namespace strata::ops::test
