@@ -75,10 +75,11 @@ void matmul_rows(const Tensor& A, const Tensor& B, const Tensor& C, bool tb, flo
 }
 
 // C = alpha A^T op(B) + beta C with A [K, M]: the reduction runs over A's rows; with 16-bit A or
-// B (and B not transposed) it runs in blocks of rows, C accumulating across blocks.
+// B (and B not transposed) it runs in blocks of rows, C accumulating across blocks. An empty
+// reduction (K = 0) is not blocked: there are no blocks, and C must still become beta C.
 void matmul_reduce(const Tensor& A, const Tensor& B, const Tensor& C, bool tb, float alpha,
                    float beta, int M, int N, int K) {
-  const bool blocked = !tb && (is16(A) || is16(B));
+  const bool blocked = !tb && K > 0 && (is16(A) || is16(B));
   // C in f32: itself; a 16-bit C with beta 1 accumulates into a zeroed workspace added on commit
   // (the sum rounded once, as gradient accumulation does); otherwise a workspace holding beta*C.
   std::optional<Acc32> acc;

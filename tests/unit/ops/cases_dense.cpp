@@ -93,6 +93,12 @@ std::vector<OpCase> dense_cases() {
     const std::string name = std::string("matmul_") + (ta ? "t" : "n") + (tb ? "t" : "n");
     out.push_back(matmul_case(name, 13, 17, 11, ta, tb, ab, 0.0, false));
   }
+  // An empty inner dimension (a rank's empty slice, an empty micro-batch): C = beta C.
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    const std::string name = std::string("matmul_empty_inner_") + (ta ? "t" : "n") + (tb ? "t" : "n");
+    out.push_back(matmul_case(name, 3, 4, 0, ta, tb, ab, 0.0, false));
+  }
   // The CPU table computes a product with a 16-bit operand in blocks of about 2^20 elements: with
   // 8192 columns that is 128 rows, so 131 rows take a full block and a partial one of 3.
   out.push_back(matmul_case("matmul_row_blocks_nn", 131, 8192, 8, false, false,
