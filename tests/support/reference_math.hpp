@@ -77,8 +77,8 @@ inline double ref_gelu(double x) {
 }
 
 // Causal multi-head attention: out[B,T,C] from qkv[B,T,3C]; lse[B,NH,T] if given.
-inline std::vector<double> ref_attention(const std::vector<double>& qkv, int B, int T, int C, int NH,
-                                         std::vector<double>* lse = nullptr) {
+inline std::vector<double> ref_attention(const std::vector<double>& qkv, int B, int T, int C,
+                                         int NH, std::vector<double>* lse = nullptr) {
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   std::vector<double> out(static_cast<std::size_t>(B) * T * C, 0.0), s(T);

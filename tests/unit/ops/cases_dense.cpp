@@ -33,12 +33,11 @@ OpCase matmul_case(const std::string& name, int M, int N, int K, bool ta, bool t
   c.tensors.push_back({"B", tb ? Shape{N, K} : Shape{K, N}, 'B', normal(0.5)});
   for (std::size_t k = 0; k < ab.size(); ++k) {
     const int ci = static_cast<int>(c.tensors.size());
-    c.tensors.push_back({fmt::format("C{}", k), Shape{M, N}, 'C',
-                         ab[k].beta == 0.0f ? unset() : normal(1.0)});
-    Call call{"matmul", {0, 1, ci}, {ci}, [=, v = ab[k]](const std::vector<Tensor>& t) {
-                matmul(t[0], t[1], t[static_cast<std::size_t>(ci)], ta, tb, v.alpha, v.beta);
-                return 0.0;
-              }};
+    c.tensors.push_back(
+        {fmt::format("C{}", k), Shape{M, N}, 'C', ab[k].beta == 0.0f ? unset() : normal(1.0)});
+    Call call = effect("matmul", {0, 1, ci}, {ci}, [=, v = ab[k]](const Tensors& t) {
+      matmul(t[0], t[1], t[static_cast<std::size_t>(ci)], ta, tb, v.alpha, v.beta);
+    });
     call.tol.rtol = rtol;
     c.calls.push_back(std::move(call));
   }
@@ -51,34 +50,27 @@ OpCase linear_case(bool bias) {
   OpCase c;
   c.name = bias ? "linear" : "linear_no_bias_no_dx";
   c.tensors = {
-      {"x", Shape{7, 13}, 'a', normal()},        // 0
-      {"W", Shape{9, 13}, 'p', normal(0.3)},     // 1
-      {"b", Shape{9}, 'p', normal()},            // 2
-      {"y", Shape{7, 9}, 'a', unset()},          // 3
-      {"dy", Shape{7, 9}, 'a', normal()},        // 4
-      {"dx", Shape{7, 13}, 'a', unset()},        // 5
-      {"dW", Shape{9, 13}, 'p', normal()},       // 6 accumulated
-      {"db", Shape{9}, 'p', normal()},           // 7 accumulated
+      {"x", Shape{7, 13}, 'a', normal()},     // 0
+      {"W", Shape{9, 13}, 'p', normal(0.3)},  // 1
+      {"b", Shape{9}, 'p', normal()},         // 2
+      {"y", Shape{7, 9}, 'a', unset()},       // 3
+      {"dy", Shape{7, 9}, 'a', normal()},     // 4
+      {"dx", Shape{7, 13}, 'a', unset()},     // 5
+      {"dW", Shape{9, 13}, 'p', normal()},    // 6 accumulated
+      {"db", Shape{9}, 'p', normal()},        // 7 accumulated
   };
   if (bias) {
-    c.calls.push_back({"linear_forward", {0, 1, 2, 3}, {3}, [](const std::vector<Tensor>& t) {
-                         linear_forward(t[0], t[1], t[2], t[3]);
-                         return 0.0;
-                       }});
-    c.calls.push_back({"linear_backward", {0, 1, 4, 5, 6, 7}, {5, 6, 7},
-                       [](const std::vector<Tensor>& t) {
-                         linear_backward(t[0], t[1], t[4], t[5], t[6], t[7]);
-                         return 0.0;
-                       }});
+    c.calls.push_back(effect("linear_forward", {0, 1, 2, 3}, {3},
+                             [](const Tensors& t) { linear_forward(t[0], t[1], t[2], t[3]); }));
+    c.calls.push_back(
+        effect("linear_backward", {0, 1, 4, 5, 6, 7}, {5, 6, 7},
+               [](const Tensors& t) { linear_backward(t[0], t[1], t[4], t[5], t[6], t[7]); }));
   } else {
-    c.calls.push_back({"linear_forward", {0, 1, 3}, {3}, [](const std::vector<Tensor>& t) {
-                         linear_forward(t[0], t[1], Tensor(), t[3]);
-                         return 0.0;
-                       }});
-    c.calls.push_back({"linear_backward", {0, 1, 4, 6}, {6}, [](const std::vector<Tensor>& t) {
-                         linear_backward(t[0], t[1], t[4], Tensor(), t[6], Tensor());
-                         return 0.0;
-                       }});
+    c.calls.push_back(effect("linear_forward", {0, 1, 3}, {3},
+                             [](const Tensors& t) { linear_forward(t[0], t[1], Tensor(), t[3]); }));
+    c.calls.push_back(effect("linear_backward", {0, 1, 4, 6}, {6}, [](const Tensors& t) {
+      linear_backward(t[0], t[1], t[4], Tensor(), t[6], Tensor());
+    }));
   }
   return c;
 }
@@ -96,7 +88,8 @@ std::vector<OpCase> dense_cases() {
   // An empty inner dimension (a rank's empty slice, an empty micro-batch): C = beta C.
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;
-    const std::string name = std::string("matmul_empty_inner_") + (ta ? "t" : "n") + (tb ? "t" : "n");
+    const std::string name =
+        std::string("matmul_empty_inner_") + (ta ? "t" : "n") + (tb ? "t" : "n");
     out.push_back(matmul_case(name, 3, 4, 0, ta, tb, ab, 0.0, false));
   }
   // The CPU table computes a product with a 16-bit operand in blocks of about 2^20 elements: with

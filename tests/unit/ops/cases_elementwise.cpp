@@ -17,10 +17,7 @@ OpCase add_case() {
   c.name = "add";
   const Shape s{100, 200};
   c.tensors = {{"a", s, 'x', normal()}, {"b", s, 'y', normal(3.0)}, {"out", s, 'o', unset()}};
-  c.calls.push_back({"add", {0, 1, 2}, {2}, [](const std::vector<Tensor>& t) {
-                       add(t[0], t[1], t[2]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect("add", {0, 1, 2}, {2}, [](const Tensors& t) { add(t[0], t[1], t[2]); }));
   c.combos = product_combos("xyo");
   return c;
 }
@@ -30,10 +27,8 @@ OpCase add_inplace_case() {
   OpCase c;
   c.name = "add_inplace";
   c.tensors = {{"a", Shape{100, 200}, 'x', normal()}, {"b", Shape{20000}, 'y', normal(0.01)}};
-  c.calls.push_back({"add_inplace", {0, 1}, {0}, [](const std::vector<Tensor>& t) {
-                       add_inplace(t[0], t[1]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(
+      effect("add_inplace", {0, 1}, {0}, [](const Tensors& t) { add_inplace(t[0], t[1]); }));
   c.combos = product_combos("xy");
   return c;
 }
@@ -42,10 +37,8 @@ OpCase scale_inplace_case() {
   OpCase c;
   c.name = "scale_inplace";
   c.tensors = {{"a", Shape{20001}, 'x', normal(3.0)}};
-  c.calls.push_back({"scale_inplace", {0}, {0}, [](const std::vector<Tensor>& t) {
-                       scale_inplace(t[0], -0.375f);
-                       return 0.0;
-                     }});
+  c.calls.push_back(
+      effect("scale_inplace", {0}, {0}, [](const Tensors& t) { scale_inplace(t[0], -0.375f); }));
   c.combos = product_combos("x");
   return c;
 }
@@ -56,13 +49,16 @@ OpCase cast_case() {
   OpCase c;
   c.name = "cast";
   c.tensors = {{"src", Shape{1000}, 'x',
-                planted(normal(3.0), {{0, 65504.0f}, {1, 65520.0f}, {2, 1e5f}, {3, 1e-6f},
-                                      {4, -0.0f}, {5, 1e-40f}, {6, -3e38f}, {7, kInf}})},
+                planted(normal(3.0), {{0, 65504.0f},
+                                      {1, 65520.0f},
+                                      {2, 1e5f},
+                                      {3, 1e-6f},
+                                      {4, -0.0f},
+                                      {5, 1e-40f},
+                                      {6, -3e38f},
+                                      {7, kInf}})},
                {"dst", Shape{1000}, 'y', unset()}};
-  c.calls.push_back({"cast", {0, 1}, {1}, [](const std::vector<Tensor>& t) {
-                       cast(t[0], t[1]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect("cast", {0, 1}, {1}, [](const Tensors& t) { cast(t[0], t[1]); }));
   c.combos = product_combos("xy");
   return c;
 }
@@ -71,19 +67,17 @@ OpCase sum_squares_case() {
   OpCase c;
   c.name = "sum_squares";
   c.tensors = {{"x", Shape{20003}, 'x', normal(3.0)}};
-  Call call{"sum_squares", {0}, {}, [](const std::vector<Tensor>& t) { return sum_squares(t[0]); }};
-  call.scalar = true;  // bitwise: 16-bit values are widened exactly
-  c.calls.push_back(std::move(call));
+  // Bitwise: 16-bit values are widened exactly.
+  c.calls.push_back(
+      scalar_call("sum_squares", {0}, {}, [](const Tensors& t) { return sum_squares(t[0]); }));
   c.combos = product_combos("x");
   return c;
 }
 
 Call inf_or_nan(int i, std::optional<double> expect) {
-  Call call{"has_inf_or_nan", {i}, {},
-            [i](const std::vector<Tensor>& t) {
-              return has_inf_or_nan(t[static_cast<std::size_t>(i)]) ? 1.0 : 0.0;
-            }};
-  call.scalar = true;
+  Call call = scalar_call("has_inf_or_nan", {i}, {}, [i](const Tensors& t) {
+    return has_inf_or_nan(t[static_cast<std::size_t>(i)]) ? 1.0 : 0.0;
+  });
   call.expect = expect;
   return call;
 }
@@ -108,8 +102,8 @@ OpCase has_inf_or_nan_case() {
 }  // namespace
 
 std::vector<OpCase> elementwise_cases() {
-  return {add_case(),         add_inplace_case(), scale_inplace_case(),
-          cast_case(),        sum_squares_case(), has_inf_or_nan_case()};
+  return {add_case(),  add_inplace_case(), scale_inplace_case(),
+          cast_case(), sum_squares_case(), has_inf_or_nan_case()};
 }
 
 }  // namespace strata::ops::test

@@ -26,19 +26,16 @@ OpCase layernorm_case() {
       {"dw", Shape{C}, 'p', normal()},            // 10 accumulated
       {"db", Shape{C}, 'p', normal()},            // 11 accumulated
   };
-  c.prepare = [](const std::vector<Tensor>& t) {
+  c.prepare = [](const Tensors& t) {
     layernorm_forward(t[0], t[1], t[2], Tensor::empty(t[0].shape(), DType::f32), t[7], t[8], kEps);
   };
-  c.calls.push_back({"layernorm_forward", {0, 1, 2, 3, 4, 5}, {3, 4, 5},
-                     [](const std::vector<Tensor>& t) {
-                       layernorm_forward(t[0], t[1], t[2], t[3], t[4], t[5], kEps);
-                       return 0.0;
-                     }});
-  c.calls.push_back({"layernorm_backward", {6, 0, 1, 7, 8, 9, 10, 11}, {9, 10, 11},
-                     [](const std::vector<Tensor>& t) {
-                       layernorm_backward(t[6], t[0], t[1], t[7], t[8], t[9], t[10], t[11]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect(
+      "layernorm_forward", {0, 1, 2, 3, 4, 5}, {3, 4, 5},
+      [](const Tensors& t) { layernorm_forward(t[0], t[1], t[2], t[3], t[4], t[5], kEps); }));
+  c.calls.push_back(
+      effect("layernorm_backward", {6, 0, 1, 7, 8, 9, 10, 11}, {9, 10, 11}, [](const Tensors& t) {
+        layernorm_backward(t[6], t[0], t[1], t[7], t[8], t[9], t[10], t[11]);
+      }));
   return c;
 }
 
@@ -49,20 +46,22 @@ OpCase gelu_case() {
   c.name = "gelu";
   const Shape s{40, 500};
   c.tensors = {
-      {"x", s, 'x', planted(normal(3.0), {{0, 0.0f}, {1, -0.0f}, {2, 10.0f}, {3, -10.0f},
-                                          {4, 50.0f}, {5, -50.0f}, {19999, 1e-3f}})},
+      {"x", s, 'x',
+       planted(normal(3.0), {{0, 0.0f},
+                             {1, -0.0f},
+                             {2, 10.0f},
+                             {3, -10.0f},
+                             {4, 50.0f},
+                             {5, -50.0f},
+                             {19999, 1e-3f}})},
       {"y", s, 'o', unset()},
       {"dy", s, 'd', normal()},
       {"dx", s, 'o', unset()},
   };
-  c.calls.push_back({"gelu_forward", {0, 1}, {1}, [](const std::vector<Tensor>& t) {
-                       gelu_forward(t[0], t[1]);
-                       return 0.0;
-                     }});
-  c.calls.push_back({"gelu_backward", {0, 2, 3}, {3}, [](const std::vector<Tensor>& t) {
-                       gelu_backward(t[0], t[2], t[3]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(
+      effect("gelu_forward", {0, 1}, {1}, [](const Tensors& t) { gelu_forward(t[0], t[1]); }));
+  c.calls.push_back(effect("gelu_backward", {0, 2, 3}, {3},
+                           [](const Tensors& t) { gelu_backward(t[0], t[2], t[3]); }));
   c.combos = product_combos("xod");
   return c;
 }
@@ -72,10 +71,8 @@ OpCase gelu_inplace_case() {
   c.name = "gelu_backward_dx_is_dy";
   const Shape s{40, 500};
   c.tensors = {{"x", s, 'x', normal(3.0)}, {"dy", s, 'd', normal()}};
-  c.calls.push_back({"gelu_backward", {0, 1}, {1}, [](const std::vector<Tensor>& t) {
-                       gelu_backward(t[0], t[1], t[1]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect("gelu_backward", {0, 1}, {1},
+                           [](const Tensors& t) { gelu_backward(t[0], t[1], t[1]); }));
   c.combos = product_combos("xd");
   return c;
 }
@@ -87,24 +84,20 @@ OpCase attention_case() {
   const std::int64_t B = 2, T = 70, C = 12;
   const int NH = 3;
   c.tensors = {
-      {"qkv", Shape{B, T, 3 * C}, 'a', normal()},  // 0
-      {"out", Shape{B, T, C}, 'a', unset()},       // 1
-      {"lse", Shape{B * NH * T}, 'f', unset()},    // 2
-      {"saved_out", Shape{B, T, C}, 'a', unset()}, // 3 (prepared)
+      {"qkv", Shape{B, T, 3 * C}, 'a', normal()},      // 0
+      {"out", Shape{B, T, C}, 'a', unset()},           // 1
+      {"lse", Shape{B * NH * T}, 'f', unset()},        // 2
+      {"saved_out", Shape{B, T, C}, 'a', unset()},     // 3 (prepared)
       {"saved_lse", Shape{B * NH * T}, 'f', unset()},  // 4 (prepared)
-      {"dout", Shape{B, T, C}, 'a', normal()},     // 5
-      {"dqkv", Shape{B, T, 3 * C}, 'a', unset()},  // 6
+      {"dout", Shape{B, T, C}, 'a', normal()},         // 5
+      {"dqkv", Shape{B, T, 3 * C}, 'a', unset()},      // 6
   };
-  c.prepare = [NH](const std::vector<Tensor>& t) { attention_forward(t[0], t[3], t[4], NH); };
-  c.calls.push_back({"attention_forward", {0, 1, 2}, {1, 2}, [NH](const std::vector<Tensor>& t) {
-                       attention_forward(t[0], t[1], t[2], NH);
-                       return 0.0;
-                     }});
-  c.calls.push_back({"attention_backward", {0, 3, 4, 5, 6}, {6},
-                     [NH](const std::vector<Tensor>& t) {
-                       attention_backward(t[0], t[3], t[4], t[5], t[6], NH);
-                       return 0.0;
-                     }});
+  c.prepare = [NH](const Tensors& t) { attention_forward(t[0], t[3], t[4], NH); };
+  c.calls.push_back(effect("attention_forward", {0, 1, 2}, {1, 2},
+                           [NH](const Tensors& t) { attention_forward(t[0], t[1], t[2], NH); }));
+  c.calls.push_back(effect("attention_backward", {0, 3, 4, 5, 6}, {6}, [NH](const Tensors& t) {
+    attention_backward(t[0], t[3], t[4], t[5], t[6], NH);
+  }));
   return c;
 }
 
@@ -114,32 +107,26 @@ OpCase embedding_case() {
   c.name = "embedding";
   const std::int64_t B = 3, T = 5, C = 8, V = 11;
   c.tensors = {
-      {"tokens", Shape{B, T}, 'i', tokens(V)},     // 0
-      {"wte", Shape{V, C}, 'p', normal()},         // 1
-      {"wpe", Shape{T + 1, C}, 'p', normal()},     // 2
-      {"out", Shape{B * T, C}, 'a', unset()},      // 3
-      {"dout", Shape{B * T, C}, 'a', normal()},    // 4
-      {"dwte", Shape{V, C}, 'p', normal()},        // 5 accumulated
-      {"dwpe", Shape{T + 1, C}, 'p', normal()},    // 6 accumulated
-      {"dwte_only", Shape{V, C}, 'p', normal()},   // 7
+      {"tokens", Shape{B, T}, 'i', tokens(V)},        // 0
+      {"wte", Shape{V, C}, 'p', normal()},            // 1
+      {"wpe", Shape{T + 1, C}, 'p', normal()},        // 2
+      {"out", Shape{B * T, C}, 'a', unset()},         // 3
+      {"dout", Shape{B * T, C}, 'a', normal()},       // 4
+      {"dwte", Shape{V, C}, 'p', normal()},           // 5 accumulated
+      {"dwpe", Shape{T + 1, C}, 'p', normal()},       // 6 accumulated
+      {"dwte_only", Shape{V, C}, 'p', normal()},      // 7
       {"dwpe_only", Shape{T + 1, C}, 'p', normal()},  // 8
   };
-  c.calls.push_back({"embedding_forward", {0, 1, 2, 3}, {3}, [](const std::vector<Tensor>& t) {
-                       embedding_forward(t[0], t[1], t[2], t[3]);
-                       return 0.0;
-                     }});
-  c.calls.push_back({"embedding_backward", {0, 4, 5, 6}, {5, 6}, [](const std::vector<Tensor>& t) {
-                       embedding_backward(t[0], t[4], t[5], t[6]);
-                       return 0.0;
-                     }});
-  c.calls.push_back({"embedding_backward", {0, 4, 7}, {7}, [](const std::vector<Tensor>& t) {
-                       embedding_backward(t[0], t[4], t[7], Tensor());
-                       return 0.0;
-                     }});
-  c.calls.push_back({"embedding_backward", {0, 4, 8}, {8}, [](const std::vector<Tensor>& t) {
-                       embedding_backward(t[0], t[4], Tensor(), t[8]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect("embedding_forward", {0, 1, 2, 3}, {3},
+                           [](const Tensors& t) { embedding_forward(t[0], t[1], t[2], t[3]); }));
+  c.calls.push_back(effect("embedding_backward", {0, 4, 5, 6}, {5, 6},
+                           [](const Tensors& t) { embedding_backward(t[0], t[4], t[5], t[6]); }));
+  c.calls.push_back(effect("embedding_backward", {0, 4, 7}, {7}, [](const Tensors& t) {
+    embedding_backward(t[0], t[4], t[7], Tensor());
+  }));
+  c.calls.push_back(effect("embedding_backward", {0, 4, 8}, {8}, [](const Tensors& t) {
+    embedding_backward(t[0], t[4], Tensor(), t[8]);
+  }));
   return c;
 }
 

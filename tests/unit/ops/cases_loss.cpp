@@ -26,21 +26,18 @@ OpCase cross_entropy_case() {
   const std::int64_t N = 40, V = 1001;
   c.tensors = {
       {"logits", Shape{N, V}, 'a', planted(normal(3.0), {{5, 60.0f}})},  // 0
-      {"targets", Shape{N}, 'i', tokens(V, 4)},                           // 1
-      {"lse", Shape{N}, 'f', unset()},                                    // 2
-      {"saved_lse", Shape{N}, 'f', unset()},                              // 3 (prepared)
-      {"dlogits", Shape{N, V}, 'a', unset()},                             // 4
+      {"targets", Shape{N}, 'i', tokens(V, 4)},                          // 1
+      {"lse", Shape{N}, 'f', unset()},                                   // 2
+      {"saved_lse", Shape{N}, 'f', unset()},                             // 3 (prepared)
+      {"dlogits", Shape{N, V}, 'a', unset()},                            // 4
   };
-  c.prepare = [](const std::vector<Tensor>& t) { cross_entropy_forward(t[0], t[1], t[3]); };
-  Call fwd{"cross_entropy_forward", {0, 1, 2}, {2}, [](const std::vector<Tensor>& t) {
-             return cross_entropy_forward(t[0], t[1], t[2]);
-           }};
-  fwd.scalar = true;
-  c.calls.push_back(std::move(fwd));
-  c.calls.push_back({"cross_entropy_backward", {0, 3, 1, 4}, {4}, [](const std::vector<Tensor>& t) {
-                       cross_entropy_backward(t[0], t[3], t[1], t[4], 1.0f / 30.0f);
-                       return 0.0;
-                     }});
+  c.prepare = [](const Tensors& t) { cross_entropy_forward(t[0], t[1], t[3]); };
+  c.calls.push_back(scalar_call("cross_entropy_forward", {0, 1, 2}, {2}, [](const Tensors& t) {
+    return cross_entropy_forward(t[0], t[1], t[2]);
+  }));
+  c.calls.push_back(effect("cross_entropy_backward", {0, 3, 1, 4}, {4}, [](const Tensors& t) {
+    cross_entropy_backward(t[0], t[3], t[1], t[4], 1.0f / 30.0f);
+  }));
   return c;
 }
 
@@ -49,15 +46,14 @@ OpCase cross_entropy_inplace_case() {
   c.name = "cross_entropy_backward_in_place";
   const std::int64_t N = 9, V = 37;
   c.tensors = {
-      {"logits", Shape{N, V}, 'a', normal(2.0)},   // 0, overwritten by dlogits
-      {"targets", Shape{N}, 'i', tokens(V, 4)},    // 1
-      {"saved_lse", Shape{N}, 'f', unset()},       // 2 (prepared)
+      {"logits", Shape{N, V}, 'a', normal(2.0)},  // 0, overwritten by dlogits
+      {"targets", Shape{N}, 'i', tokens(V, 4)},   // 1
+      {"saved_lse", Shape{N}, 'f', unset()},      // 2 (prepared)
   };
-  c.prepare = [](const std::vector<Tensor>& t) { cross_entropy_forward(t[0], t[1], t[2]); };
-  c.calls.push_back({"cross_entropy_backward", {0, 2, 1}, {0}, [](const std::vector<Tensor>& t) {
-                       cross_entropy_backward(t[0], t[2], t[1], t[0], 0.125f);
-                       return 0.0;
-                     }});
+  c.prepare = [](const Tensors& t) { cross_entropy_forward(t[0], t[1], t[2]); };
+  c.calls.push_back(effect("cross_entropy_backward", {0, 2, 1}, {0}, [](const Tensors& t) {
+    cross_entropy_backward(t[0], t[2], t[1], t[0], 0.125f);
+  }));
   return c;
 }
 
@@ -65,10 +61,7 @@ OpCase row_max_case() {
   OpCase c;
   c.name = "row_max";
   c.tensors = {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)}, {"out", Shape{9}, 'f', unset()}};
-  c.calls.push_back({"row_max", {0, 1}, {1}, [](const std::vector<Tensor>& t) {
-                       row_max(t[0], t[1]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect("row_max", {0, 1}, {1}, [](const Tensors& t) { row_max(t[0], t[1]); }));
   return c;
 }
 
@@ -78,15 +71,13 @@ OpCase row_sum_exp_case() {
   c.tensors = {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
                {"max", Shape{9}, 'f', unset()},  // prepared: the rows' max plus up to 2
                {"out", Shape{9}, 'f', unset()}};
-  c.prepare = [](const std::vector<Tensor>& t) {
+  c.prepare = [](const Tensors& t) {
     row_max(t[0], t[1]);
     float* m = t[1].data<float>();
     for (int r = 0; r < 9; ++r) m[r] += 0.25f * static_cast<float>(r % 9);
   };
-  c.calls.push_back({"row_sum_exp", {0, 1, 2}, {2}, [](const std::vector<Tensor>& t) {
-                       row_sum_exp(t[0], t[1], t[2]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect("row_sum_exp", {0, 1, 2}, {2},
+                           [](const Tensors& t) { row_sum_exp(t[0], t[1], t[2]); }));
   return c;
 }
 
@@ -96,11 +87,9 @@ OpCase target_logit_case() {
   c.tensors = {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
                {"targets", Shape{9}, 'i', tokens(80)},  // prepared: slice_targets
                {"out", Shape{9}, 'f', unset()}};
-  c.prepare = [](const std::vector<Tensor>& t) { slice_targets(t[1]); };
-  c.calls.push_back({"target_logit", {0, 1, 2}, {2}, [](const std::vector<Tensor>& t) {
-                       target_logit(t[0], t[1], kSliceStart, t[2]);
-                       return 0.0;
-                     }});
+  c.prepare = [](const Tensors& t) { slice_targets(t[1]); };
+  c.calls.push_back(effect("target_logit", {0, 1, 2}, {2},
+                           [](const Tensors& t) { target_logit(t[0], t[1], kSliceStart, t[2]); }));
   return c;
 }
 
@@ -111,7 +100,7 @@ OpCase backward_slice_case() {
                {"targets", Shape{9}, 'i', tokens(80)},  // prepared: slice_targets
                {"lse", Shape{9}, 'f', unset()},  // prepared: the slice's own plus 0.7 (the others')
                {"dlogits", Shape{9, kSliceV}, 'a', unset()}};
-  c.prepare = [](const std::vector<Tensor>& t) {
+  c.prepare = [](const Tensors& t) {
     slice_targets(t[1]);
     Tensor sum = Tensor::empty(Shape{9}, DType::f32);
     row_max(t[0], t[2]);
@@ -119,11 +108,9 @@ OpCase backward_slice_case() {
     float* l = t[2].data<float>();
     for (int r = 0; r < 9; ++r) l[r] += std::log(sum.data<float>()[r]) + 0.7f;
   };
-  c.calls.push_back({"cross_entropy_backward_slice", {0, 2, 1, 3}, {3},
-                     [](const std::vector<Tensor>& t) {
-                       cross_entropy_backward_slice(t[0], t[2], t[1], kSliceStart, 0.25f, t[3]);
-                       return 0.0;
-                     }});
+  c.calls.push_back(effect("cross_entropy_backward_slice", {0, 2, 1, 3}, {3}, [](const Tensors& t) {
+    cross_entropy_backward_slice(t[0], t[2], t[1], kSliceStart, 0.25f, t[3]);
+  }));
   return c;
 }
 

@@ -15,7 +15,9 @@ struct OpEntry {
   std::size_t offset;
 };
 
+// clang-format off
 #define STRATA_TEST_OP_ENTRY(op) OpEntry{#op, offsetof(OpTable, op)}
+// clang-format on
 inline std::vector<OpEntry> op_entries() {
   return {STRATA_TEST_OP_ENTRY(matmul),
           STRATA_TEST_OP_ENTRY(linear_forward),

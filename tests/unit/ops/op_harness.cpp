@@ -109,8 +109,10 @@ std::vector<Backend> backends() {
   static const std::vector<Backend> list = [] {
     std::vector<Backend> b{{"cpu", Device::cpu()}};
     const std::string why = cuda_skip_reason();
-    if (why.empty()) b.push_back({"cuda", Device::cuda(0)});
-    else std::printf("[ops harness] cuda backend skipped: %s\n", why.c_str());
+    if (why.empty())
+      b.push_back({"cuda", Device::cuda(0)});
+    else
+      std::printf("[ops harness] cuda backend skipped: %s\n", why.c_str());
     return b;
   }();
   return list;
@@ -180,8 +182,8 @@ Tensor on_device(const Tensor& h, DType dt, Device device) {
 
 ::testing::AssertionResult matches_reference(const Tensor& got, const Tensor& ref, double rtol) {
   if (got.shape() != ref.shape())
-    return ::testing::AssertionFailure() << "shape " << got.shape().str() << " vs reference "
-                                         << ref.shape().str();
+    return ::testing::AssertionFailure()
+           << "shape " << got.shape().str() << " vs reference " << ref.shape().str();
   const std::vector<float> g = got.to_vector(), r = ref.to_vector();
   float scale = 0.0f;
   for (std::size_t i = 0; i < r.size(); ++i) {
@@ -230,7 +232,8 @@ int check_case(const OpCase& c, const std::vector<Tensor>& host, const Combo& co
     const DType dt = combo.of(s.group);
     initial[i] = host[i].to(dt, TensorOptions{});  // rounded to the combination's dtype
     test[i] = on_device(initial[i], dt, backend.device);
-    if (s.copy_of < 0) ref[i] = initial[i].to(s.group == 'i' ? DType::i32 : DType::f32, TensorOptions{});
+    if (s.copy_of < 0)
+      ref[i] = initial[i].to(s.group == 'i' ? DType::i32 : DType::f32, TensorOptions{});
   }
   const bool other = !backend.device.is_cpu();
   int compared = 0;
@@ -248,8 +251,8 @@ int check_case(const OpCase& c, const std::vector<Tensor>& host, const Combo& co
       ++compared;
     }
     if (call.scalar) {
-      const double rtol = other ? std::max(call.tol.scalar_rtol, kOtherBackendRtol * 0.1)
-                                : call.tol.scalar_rtol;
+      const double rtol =
+          other ? std::max(call.tol.scalar_rtol, kOtherBackendRtol * 0.1) : call.tol.scalar_rtol;
       if (call.expect) {
         EXPECT_EQ(want, *call.expect) << "the reference's result";
         EXPECT_EQ(got, *call.expect) << "the result";

@@ -30,6 +30,8 @@ namespace strata::ops::test {
 
 inline constexpr double kOtherBackendRtol = 1e-5;
 
+using Tensors = std::vector<Tensor>;
+
 // How a tensor's values are drawn (as f32 before rounding to the tensor's dtype, or as i32).
 struct Init {
   enum class Kind { normal, uniform, tokens, unset } kind = Kind::normal;
@@ -48,13 +50,17 @@ inline Init make_init(Init::Kind kind, double a = 1.0, double b = 0.0, int ignor
 inline Init normal(double scale = 1.0, double mean = 0.0) {
   return make_init(Init::Kind::normal, scale, mean);
 }
-inline Init uniform(double lo, double hi) { return make_init(Init::Kind::uniform, lo, hi); }
+inline Init uniform(double lo, double hi) {
+  return make_init(Init::Kind::uniform, lo, hi);
+}
 // i32 values in [0, V); with ignore_every = k, elements 1, 1+k, 1+2k, ... are -1.
 inline Init tokens(int V, int ignore_every = 0) {
   return make_init(Init::Kind::tokens, V, 0.0, ignore_every);
 }
 // An output the op must overwrite: NaN everywhere, so an element left unwritten is caught.
-inline Init unset() { return make_init(Init::Kind::unset); }
+inline Init unset() {
+  return make_init(Init::Kind::unset);
+}
 inline Init planted(Init base, std::vector<std::pair<std::int64_t, float>> values) {
   base.plant = std::move(values);
   return base;
@@ -93,26 +99,41 @@ struct Tol {
 // the op's scalar result, if any).
 struct Call {
   Call(std::string o, std::vector<int> a, std::vector<int> out,
-       std::function<double(const std::vector<Tensor>&)> r)
+       std::function<double(const Tensors&)> r)
       : op(std::move(o)), args(std::move(a)), outputs(std::move(out)), run(std::move(r)) {}
   std::string op;
   std::vector<int> args;
   std::vector<int> outputs;
-  std::function<double(const std::vector<Tensor>&)> run;
-  bool scalar = false;            // compare run's return value
-  std::optional<double> expect;   // and that value, exactly (has_inf_or_nan)
+  std::function<double(const Tensors&)> run;
+  bool scalar = false;           // compare run's return value
+  std::optional<double> expect;  // and that value, exactly (has_inf_or_nan)
   Tol tol;
 };
+
+// A call of an op that returns nothing, and of one whose scalar result is compared.
+template <class F>
+Call effect(std::string op, std::vector<int> args, std::vector<int> outputs, F f) {
+  return Call(std::move(op), std::move(args), std::move(outputs), [f](const Tensors& t) {
+    f(t);
+    return 0.0;
+  });
+}
+template <class F>
+Call scalar_call(std::string op, std::vector<int> args, std::vector<int> outputs, F f) {
+  Call c(std::move(op), std::move(args), std::move(outputs), f);
+  c.scalar = true;
+  return c;
+}
 
 struct OpCase {
   std::string name;
   std::vector<Spec> tensors;
-  std::vector<Call> calls;      // the op, then its backward; none reads another's outputs
-  std::vector<Combo> combos;    // empty: standard_combos()
+  std::vector<Call> calls;    // the op, then its backward; none reads another's outputs
+  std::vector<Combo> combos;  // empty: standard_combos()
   // Derives inputs from others after drawing (f32 values on the CPU, before any rounding): the
   // saved lse/mean/rstd/out a backward takes.
-  std::function<void(const std::vector<Tensor>&)> prepare;
-  bool large = false;           // big enough to cross the CPU table's row blocks
+  std::function<void(const Tensors&)> prepare;
+  bool large = false;  // big enough to cross the CPU table's row blocks
 };
 
 // f32; 16-bit activations with f32 parameters (bf16, f16); 16-bit everything (bf16, f16).
@@ -142,7 +163,7 @@ std::vector<Backend> backends();
 std::string cuda_skip_reason();
 
 // The case's tensors drawn on the CPU (f32 or i32) and prepared, seeded by the case's name.
-std::vector<Tensor> draw(const OpCase& c);
+Tensors draw(const OpCase& c);
 // A copy of a tensor in host memory (itself when it already is).
 Tensor to_host(const Tensor& t);
 // A copy of host tensor `h` as dtype `dt` on `device`.
@@ -154,7 +175,6 @@ Tensor on_device(const Tensor& h, DType dt, Device device);
 // Runs every call of case `c` in combination `combo` on `backend` and on the reference, checking
 // each output and scalar (gtest failures) and that no tensor outside the outputs changed; `host`
 // is draw(c). Returns the number of comparisons made.
-int check_case(const OpCase& c, const std::vector<Tensor>& host, const Combo& combo,
-               const Backend& backend);
+int check_case(const OpCase& c, const Tensors& host, const Combo& combo, const Backend& backend);
 
 }  // namespace strata::ops::test

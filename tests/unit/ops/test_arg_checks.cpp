@@ -18,10 +18,14 @@ enum class Wrong { shape, dtype, layout, device };
 
 const char* wrong_name(Wrong w) {
   switch (w) {
-    case Wrong::shape: return "shape";
-    case Wrong::dtype: return "dtype";
-    case Wrong::layout: return "layout";
-    case Wrong::device: return "device";
+    case Wrong::shape:
+      return "shape";
+    case Wrong::dtype:
+      return "dtype";
+    case Wrong::layout:
+      return "layout";
+    case Wrong::device:
+      return "device";
   }
   return "?";
 }
@@ -29,11 +33,14 @@ const char* wrong_name(Wrong w) {
 // What the message must say for each kind (after "[ops] <op>: ").
 const char* wording(Wrong w) {
   switch (w) {
-    case Wrong::shape: return ".";
+    case Wrong::shape:
+      return ".";
     case Wrong::dtype:
       return "expected f32, bf16 or f16|must be a contiguous (f32|i32) tensor|must be bf16 or f16";
-    case Wrong::layout: return "is not contiguous|must be a contiguous (f32|i32) tensor";
-    case Wrong::device: return "operands are on different devices";
+    case Wrong::layout:
+      return "is not contiguous|must be a contiguous (f32|i32) tensor";
+    case Wrong::device:
+      return "operands are on different devices";
   }
   return "";
 }
@@ -89,7 +96,8 @@ TEST(OpArgChecks, EveryOperandOfEveryOpIsCheckedForShapeDtypeLayoutAndDevice) {
       for (int i : args) {
         const Spec& s = c.tensors[static_cast<std::size_t>(i)];
         for (Wrong w : {Wrong::shape, Wrong::dtype, Wrong::layout, Wrong::device}) {
-          if ((w == Wrong::shape || w == Wrong::device) && args.size() == 1) continue;  // any is fine
+          if ((w == Wrong::shape || w == Wrong::device) && args.size() == 1)
+            continue;  // any is fine
           if (w == Wrong::layout && s.shape.numel() < 2) continue;
           std::vector<Tensor> t = good;
           t[static_cast<std::size_t>(i)] = make_wrong(good[static_cast<std::size_t>(i)], s, w);
@@ -116,8 +124,12 @@ TEST(OpArgChecks, EveryOperandOfEveryOpIsCheckedForShapeDtypeLayoutAndDevice) {
   EXPECT_GT(checked, 300);
 }
 
-Tensor f32(Shape s) { return Tensor::zeros(s, DType::f32); }
-Tensor i32(Shape s) { return Tensor::zeros(s, DType::i32); }
+Tensor f32(Shape s) {
+  return Tensor::zeros(s, DType::f32);
+}
+Tensor i32(Shape s) {
+  return Tensor::zeros(s, DType::i32);
+}
 
 struct Row {
   const char* what;
@@ -132,28 +144,49 @@ TEST(OpArgChecks, ChecksTheMutationsCannotReach) {
   Tensor tokens = i32(Shape{1, 2});
   tokens.data<std::int32_t>()[1] = 11;
   const std::vector<Row> rows = {
-      {"inner extents", [] { matmul(f32({2, 3}), f32({4, 5}), f32({2, 5})); },
+      {"inner extents",
+       [] {
+         matmul(f32({2, 3}), f32({4, 5}), f32({2, 5}));
+       },
        R"(\[ops\] matmul: inner extents differ: op\(A\) is \[2, 3\], op\(B\) is \[4, 5\])"},
-      {"heads", [] { attention_forward(f32({1, 2, 30}), f32({1, 2, 10}), f32({8}), 4); },
+      {"heads",
+       [] {
+         attention_forward(f32({1, 2, 30}), f32({1, 2, 10}), f32({8}), 4);
+       },
        R"(\[ops\] attention_forward: qkv \[1, 2, 30\] is not \[B, T, 3C\] with C divisible by 4 heads)"},
-      {"undefined", [] { linear_forward(Tensor(), f32({2, 2}), Tensor(), f32({2, 2})); },
+      {"undefined",
+       [] {
+         linear_forward(Tensor(), f32({2, 2}), Tensor(), f32({2, 2}));
+       },
        R"(\[ops\] linear_forward: x is undefined)"},
-      {"step", [&] { adamw_step(f32({4}), f32({4}), f32({4}), f32({4}), adamw, 0, 1.0f, Tensor()); },
+      {"step",
+       [&] { adamw_step(f32({4}), f32({4}), f32({4}), f32({4}), adamw, 0, 1.0f, Tensor()); },
        R"(\[ops\] adamw_step: step 0 must be >= 1)"},
       {"missing momentum",
        [&] { sgd_step(f32({4}), f32({4}), Tensor(), sgd_momentum, 1, 1.0f, Tensor()); },
        R"(\[ops\] sgd_step: momentum must be a contiguous f32 tensor \(it is undefined\))"},
-      {"param16 f32", [&] { adamw_step(f32({4}), f32({4}), f32({4}), f32({4}), adamw, 1, 1.0f, f32({4})); },
+      {"param16 f32",
+       [&] { adamw_step(f32({4}), f32({4}), f32({4}), f32({4}), adamw, 1, 1.0f, f32({4})); },
        R"(\[ops\] adamw_step: param16 must be bf16 or f16)"},
-      {"vocab_start", [] { target_logit(f32({2, 3}), i32({2}), -1, f32({2})); },
+      {"vocab_start",
+       [] {
+         target_logit(f32({2, 3}), i32({2}), -1, f32({2}));
+       },
        R"(\[ops\] target_logit: negative vocab_start -1)"},
       {"token outside the vocabulary",
-       [&] { embedding_forward(tokens, f32({11, 4}), f32({2, 4}), f32({2, 4})); },
+       [&] {
+         embedding_forward(tokens, f32({11, 4}), f32({2, 4}), f32({2, 4}));
+       },
        R"(\[ops\] embedding_forward: token 11 at position 1 is outside the vocabulary \[0, 11\))"},
       {"token outside the vocabulary (backward)",
-       [&] { embedding_backward(tokens, f32({2, 4}), f32({11, 4}), Tensor()); },
+       [&] {
+         embedding_backward(tokens, f32({2, 4}), f32({11, 4}), Tensor());
+       },
        R"(\[ops\] embedding_backward: token 11 at position 1 is outside the vocabulary \[0, 11\))"},
-      {"tokens rank", [] { embedding_forward(i32({2}), f32({3, 4}), f32({2, 4}), f32({2, 4})); },
+      {"tokens rank",
+       [] {
+         embedding_forward(i32({2}), f32({3, 4}), f32({2, 4}), f32({2, 4}));
+       },
        R"(\[ops\] embedding_forward: tokens \[2\] must be \[B, T\])"},
   };
   for (const Row& r : rows) {
@@ -175,7 +208,8 @@ TEST(OpArgChecks, OperandsAllOnADeviceWithoutAnOpTableAreAUserError) {
     ADD_FAILURE() << "accepted";
   } catch (const UserError& e) {
     EXPECT_TRUE(std::regex_search(
-        e.what(), std::regex(R"(^\[ops\] a tensor is on cuda:0 but this Strata build has no CUDA)")))
+        e.what(),
+        std::regex(R"(^\[ops\] a tensor is on cuda:0 but this Strata build has no CUDA)")))
         << e.what();
   }
 }
@@ -187,7 +221,8 @@ TEST(OpArgChecks, HostAccessToATensorOnAnotherDeviceThrows) {
     (void)x.data<float>();
     ADD_FAILURE() << "data<float>() of a cuda tensor was allowed";
   } catch (const Error& e) {
-    EXPECT_TRUE(std::regex_search(e.what(), std::regex(R"(^\[core\] data<f32>\(\) of a tensor on cuda:0)")))
+    EXPECT_TRUE(
+        std::regex_search(e.what(), std::regex(R"(^\[core\] data<f32>\(\) of a tensor on cuda:0)")))
         << e.what();
   }
   EXPECT_THROW((void)x.data<std::int32_t>(), Error);  // wrong dtype too

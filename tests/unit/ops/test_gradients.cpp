@@ -47,7 +47,9 @@ struct Accumulated {
   Tensor t;
 };
 
-Tensor empty_like(const Tensor& t) { return Tensor::empty(t.shape(), DType::f32); }
+Tensor empty_like(const Tensor& t) {
+  return Tensor::empty(t.shape(), DType::f32);
+}
 
 GradCase linear_case(bool bias) {
   GradCase g;
@@ -57,7 +59,9 @@ GradCase linear_case(bool bias) {
                {"W", Shape{out, in}, 'p', normal(0.5)},
                {"b", Shape{out}, 'p', normal()}};
   g.wrt = bias ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1};
-  g.ref = [=](const Doubles& v) { return ref_linear(v[0], v[1], bias ? &v[2] : nullptr, N, in, out); };
+  g.ref = [=](const Doubles& v) {
+    return ref_linear(v[0], v[1], bias ? &v[2] : nullptr, N, in, out);
+  };
   g.forward = [=](const std::vector<Tensor>& t) {
     Tensor y = Tensor::empty(Shape{N, out}, DType::f32);
     linear_forward(t[0], t[1], bias ? t[2] : Tensor(), y);
@@ -215,7 +219,9 @@ GradCase matmul_case(bool ta, bool tb) {
                {"B", tb ? Shape{N, K} : Shape{K, N}, 'p', normal()},
                {"C0", Shape{M, N}, 'a', normal()}};
   g.wrt = {0, 1};
-  g.ref = [=](const Doubles& v) { return ref_matmul(v[0], v[1], v[2], M, N, K, ta, tb, alpha, beta); };
+  g.ref = [=](const Doubles& v) {
+    return ref_matmul(v[0], v[1], v[2], M, N, K, ta, tb, alpha, beta);
+  };
   g.forward = [=](const std::vector<Tensor>& t) {
     Tensor C = t[2].to(DType::f32, TensorOptions{});
     matmul(t[0], t[1], C, ta, tb, alpha, beta);
@@ -245,10 +251,12 @@ GradCase matmul_case(bool ta, bool tb) {
 }
 
 std::vector<GradCase> grad_cases() {
-  return {linear_case(true),  linear_case(false),   layernorm_case(),
-          gelu_case(),        attention_case(),     embedding_case(),
-          cross_entropy_case(), matmul_case(false, false), matmul_case(true, false),
-          matmul_case(false, true), matmul_case(true, true)};
+  return {linear_case(true),        linear_case(false),
+          layernorm_case(),         gelu_case(),
+          attention_case(),         embedding_case(),
+          cross_entropy_case(),     matmul_case(false, false),
+          matmul_case(true, false), matmul_case(false, true),
+          matmul_case(true, true)};
 }
 
 std::vector<double> as_doubles(const Tensor& t) {
@@ -284,11 +292,13 @@ TEST_P(OpGradients, BackwardMatchesFiniteDifferencesOfTheDoubleReference) {
   for (std::size_t k = 0; k < g.wrt.size(); ++k) {
     const int i = g.wrt[k];
     Doubles w = v;
-    const std::vector<double> fd = fd_grad(v[static_cast<std::size_t>(i)], [&](const std::vector<double>& x) {
-      w[static_cast<std::size_t>(i)] = x;
-      return dot_loss(g.ref(w), r);
-    });
-    EXPECT_TRUE(close(grads[k].to_vector(), fd, 1e-4)) << "gradient of " << g.tensors[static_cast<std::size_t>(i)].name;
+    const std::vector<double> fd =
+        fd_grad(v[static_cast<std::size_t>(i)], [&](const std::vector<double>& x) {
+          w[static_cast<std::size_t>(i)] = x;
+          return dot_loss(g.ref(w), r);
+        });
+    EXPECT_TRUE(close(grads[k].to_vector(), fd, 1e-4))
+        << "gradient of " << g.tensors[static_cast<std::size_t>(i)].name;
   }
 }
 

@@ -94,7 +94,8 @@ TEST_P(OpSemantics, CrossEntropyPiecesMatchHostLoops) {
   std::copy(std::begin(tv), std::end(tv), targets.data<std::int32_t>());
   for (const Backend& be : backends()) {
     SCOPED_TRACE(be.name);
-    const Tensor l = on_device(logits, dt, be.device), t = on_device(targets, DType::i32, be.device);
+    const Tensor l = on_device(logits, dt, be.device),
+                 t = on_device(targets, DType::i32, be.device);
     const Tensor mx = Tensor::empty(Shape{N}, DType::f32, TensorOptions{be.device});
     const Tensor se = Tensor::empty(Shape{N}, DType::f32, TensorOptions{be.device});
     const Tensor tl = Tensor::empty(Shape{N}, DType::f32, TensorOptions{be.device});
@@ -134,9 +135,11 @@ TEST_P(OpSemantics, OptimizerUpdatesAreTheReferenceOnTheWidenedGradient) {
   sh.weight_decay = 0.01;
   // The references, on host copies.
   std::vector<float> am = master.to_vector(), amm = m.to_vector(), av = v.to_vector();
-  optim::adamw_step_reference(am.data(), g.data(), amm.data(), av.data(), static_cast<std::size_t>(n), ah, 3, 0.5f);
+  optim::adamw_step_reference(am.data(), g.data(), amm.data(), av.data(),
+                              static_cast<std::size_t>(n), ah, 3, 0.5f);
   std::vector<float> sm = master.to_vector(), smom = mom.to_vector();
-  optim::sgd_step_reference(sm.data(), g.data(), smom.data(), static_cast<std::size_t>(n), sh, 2, 0.5f);
+  optim::sgd_step_reference(sm.data(), g.data(), smom.data(), static_cast<std::size_t>(n), sh, 2,
+                            0.5f);
   for (const Backend& be : backends()) {
     for (DType copy_dt : {DType::bf16, DType::f16}) {
       SCOPED_TRACE(be.name + ", copy " + std::string(dtype_name(copy_dt)));
@@ -149,7 +152,8 @@ TEST_P(OpSemantics, OptimizerUpdatesAreTheReferenceOnTheWidenedGradient) {
       EXPECT_TRUE(::strata::test::bitwise_equal(to_host(mm).to_vector(), amm)) << "adamw m";
       EXPECT_TRUE(::strata::test::bitwise_equal(to_host(vv).to_vector(), av)) << "adamw v";
       const std::vector<float> c = to_host(p16).to_vector();
-      for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(c[i], rne(copy_dt, am[i])) << "param16 at " << i;
+      for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(c[i], rne(copy_dt, am[i])) << "param16 at " << i;
 
       const Tensor sp = on_device(master, DType::f32, d), sb = on_device(mom, DType::f32, d);
       sgd_step(sp, gg, sb, sh, 2, 0.5f, Tensor());

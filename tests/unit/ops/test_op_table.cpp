@@ -37,7 +37,8 @@ TEST(OpTables, ATableWithAnUnsetEntryIsRefusedNamingIt) {
       check_complete(t);
       ADD_FAILURE() << "a table without " << e.name << " was accepted";
     } catch (const Error& err) {
-      const std::string want = std::string("[ops] the cpu backend's op table leaves ") + e.name + " unset";
+      const std::string want =
+          std::string("[ops] the cpu backend's op table leaves ") + e.name + " unset";
       EXPECT_EQ(std::string(err.what()).rfind(want, 0), 0u) << err.what();
     }
   }

@@ -24,9 +24,13 @@ constexpr std::int64_t kWidth[] = {17, 17, 16};
 // Each slice's first and last columns, ignored rows, and one large logit.
 const std::vector<std::int32_t> kTargets = {0, 16, 17, -1, 33, 34, 49, 5, -1, 25, 40};
 
-Tensor f32_on(Device d, std::int64_t n) { return Tensor::empty(Shape{n}, DType::f32, TensorOptions{d}); }
+Tensor f32_on(Device d, std::int64_t n) {
+  return Tensor::empty(Shape{n}, DType::f32, TensorOptions{d});
+}
 
-std::vector<float> host_vector(const Tensor& t) { return to_host(t).to_vector(); }
+std::vector<float> host_vector(const Tensor& t) {
+  return to_host(t).to_vector();
+}
 
 class VocabParallel : public ::testing::TestWithParam<DType> {};
 
@@ -56,7 +60,8 @@ TEST_P(VocabParallel, SlicesCombinedEqualTheWholeVocabulary) {
     // The slices, each a contiguous [N, width] tensor of the same values.
     std::vector<Tensor> slices;
     for (int s = 0; s < 3; ++s)
-      slices.push_back(on_device(logits_h.slice(1, kStart[s], kStart[s] + kWidth[s]).contiguous(), dt, d));
+      slices.push_back(
+          on_device(logits_h.slice(1, kStart[s], kStart[s] + kWidth[s]).contiguous(), dt, d));
     std::vector<float> max(N, -INFINITY), sum(N, 0.0f), target(N, 0.0f);
     for (int s = 0; s < 3; ++s) {
       const Tensor m = f32_on(d, N);
