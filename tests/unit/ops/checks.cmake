@@ -11,7 +11,7 @@ add_test(NAME ops_only_lint_allows_the_thread_count
 add_test(NAME ops_only_lint_finds_every_kind
   COMMAND bash ${_ops_dir}/ops_only_lint.sh ${_ops_dir}/lint_fixtures bad)
 set_tests_properties(ops_only_lint_finds_every_kind PROPERTIES
-  PASS_REGULAR_EXPRESSION "(^|\n)9 violations: ")
+  PASS_REGULAR_EXPRESSION "(^|\n)10 violations: ")
 set_tests_properties(ops_only_lint ops_only_lint_allows_the_thread_count
   ops_only_lint_finds_every_kind PROPERTIES LABELS "unit;lint" TIMEOUT 60)
 

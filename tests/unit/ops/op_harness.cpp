@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -105,17 +104,36 @@ std::string cuda_skip_reason() {
   return "";
 }
 
-std::vector<Backend> backends() {
-  static const std::vector<Backend> list = [] {
-    std::vector<Backend> b{{"cpu", Device::cpu()}};
-    const std::string why = cuda_skip_reason();
-    if (why.empty())
-      b.push_back({"cuda", Device::cuda(0)});
-    else
-      std::printf("[ops harness] cuda backend skipped: %s\n", why.c_str());
-    return b;
-  }();
+const std::vector<Backend>& registered_backends() {
+  static const std::vector<Backend> list = {
+      {"cpu", Device::cpu(), [] { return std::string(); }},
+      {"cuda", Device::cuda(0), cuda_skip_reason},
+  };
   return list;
+}
+
+const Backend& backend_named(const std::string& name) {
+  for (const Backend& b : registered_backends())
+    if (b.name == name) return b;
+  throw std::runtime_error("no backend named " + name);
+}
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const Backend& b : registered_backends()) names.push_back(b.name);
+  return names;
+}
+
+std::vector<BackendDType> backend_dtype_params() {
+  std::vector<BackendDType> out;
+  for (const Backend& b : registered_backends())
+    for (DType dt : kFloat) out.emplace_back(b.name, dt);
+  return out;
+}
+
+std::string backend_dtype_name(const ::testing::TestParamInfo<BackendDType>& info) {
+  return backend_param_name(std::get<0>(info.param),
+                            std::string(dtype_name(std::get<1>(info.param))));
 }
 
 std::vector<Tensor> draw(const OpCase& c) {

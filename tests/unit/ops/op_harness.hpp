@@ -20,11 +20,20 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "framework/core/tensor.hpp"
+
+namespace strata {
+// gtest prints a DType parameter by name (in test names ctest shows), not as a byte.
+inline void PrintTo(DType dt, std::ostream* os) {
+  *os << dtype_name(dt);
+}
+}  // namespace strata
 
 namespace strata::ops::test {
 
@@ -153,14 +162,34 @@ std::vector<OpCase> loss_cases();
 std::vector<OpCase> elementwise_cases();
 std::vector<OpCase> optimizer_cases();
 
-// A backend to test: the CPU always, CUDA device 0 when the build has a CUDA op table and a GPU.
+// A backend the harness tests. Every harness case, dtype combination and semantics check runs
+// once per registered backend, as a test whose parameter starts with the backend's name
+// ("cuda_matmul_nn"; tests/CMakeLists.txt labels the cuda_* ones `cuda`); an unavailable backend's
+// tests skip, saying why. A new backend plugs in by adding its entry to registered_backends().
 struct Backend {
-  std::string name;
+  std::string name;  // "cpu", "cuda"
   Device device;
+  std::string (*unavailable)();  // why it cannot be tested here; "" when it can
 };
-std::vector<Backend> backends();
+// CPU (always available), then CUDA device 0 (when the build has a CUDA op table and a GPU).
+const std::vector<Backend>& registered_backends();
+const Backend& backend_named(const std::string& name);
+std::vector<std::string> backend_names();
 // Why the CUDA backend is not tested here ("" when it is).
 std::string cuda_skip_reason();
+// Skips the running test when `backend` is unavailable, with the reason.
+#define STRATA_SKIP_UNLESS_AVAILABLE(backend)                                        \
+  if (const std::string strata_why_ = (backend).unavailable(); !strata_why_.empty()) \
+  GTEST_SKIP() << (backend).name << " backend not tested: " << strata_why_
+// "<backend>_<rest>": a test parameter's name, starting with its backend's.
+inline std::string backend_param_name(const std::string& backend, const std::string& rest) {
+  return backend + "_" + rest;
+}
+// (backend name, dtype): the parameter of the tests that check one backend with one float dtype;
+// every registered backend with f32, bf16 and f16, named "<backend>_<dtype>".
+using BackendDType = std::tuple<std::string, DType>;
+std::vector<BackendDType> backend_dtype_params();
+std::string backend_dtype_name(const ::testing::TestParamInfo<BackendDType>& info);
 
 // The case's tensors drawn on the CPU (f32 or i32) and prepared, seeded by the case's name.
 Tensors draw(const OpCase& c);
