@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace strata::test {
@@ -64,23 +65,6 @@ bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
-// Central finite differences of a scalar function of x (double): grad_i = (f(x+h e_i) -
-// f(x-h e_i)) / 2h. f takes the whole vector.
-template <class F>
-std::vector<double> fd_grad(std::vector<double> x, F&& f, double h = 1e-5) {
-  std::vector<double> g(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double x0 = x[i];
-    x[i] = x0 + h;
-    const double fp = f(x);
-    x[i] = x0 - h;
-    const double fm = f(x);
-    x[i] = x0;
-    g[i] = (fp - fm) / (2.0 * h);
-  }
-  return g;
-}
-
 // Central finite differences for the coordinates `idx` only (for inputs too large to do all).
 template <class F>
 std::vector<double> fd_grad_at(std::vector<double> x, const std::vector<std::size_t>& idx, F&& f,
@@ -97,6 +81,15 @@ std::vector<double> fd_grad_at(std::vector<double> x, const std::vector<std::siz
     g[n] = (fp - fm) / (2.0 * h);
   }
   return g;
+}
+
+// Central finite differences of a scalar function of x (double): grad_i = (f(x+h e_i) -
+// f(x-h e_i)) / 2h. f takes the whole vector.
+template <class F>
+std::vector<double> fd_grad(std::vector<double> x, F&& f, double h = 1e-5) {
+  std::vector<std::size_t> all(x.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return fd_grad_at(std::move(x), all, std::forward<F>(f), h);
 }
 
 // `count` distinct-ish coordinates in [0, n), seeded.

@@ -42,39 +42,25 @@ OpCase layernorm_case() {
 // 20000 elements: more than one of the 16384-element chunks the 16-bit path widens at a time.
 // Groups: x, the outputs y and dx ('o'), dy ('d') — every mix of dtypes.
 OpCase gelu_case() {
-  OpCase c;
-  c.name = "gelu";
   const Shape s{40, 500};
-  c.tensors = {
-      {"x", s, 'x',
-       planted(normal(3.0), {{0, 0.0f},
-                             {1, -0.0f},
-                             {2, 10.0f},
-                             {3, -10.0f},
-                             {4, 50.0f},
-                             {5, -50.0f},
-                             {19999, 1e-3f}})},
-      {"y", s, 'o', unset()},
-      {"dy", s, 'd', normal()},
-      {"dx", s, 'o', unset()},
-  };
-  c.calls.push_back(
-      effect("gelu_forward", {0, 1}, {1}, [](const Tensors& t) { gelu_forward(t[0], t[1]); }));
-  c.calls.push_back(effect("gelu_backward", {0, 2, 3}, {3},
-                           [](const Tensors& t) { gelu_backward(t[0], t[2], t[3]); }));
-  c.combos = product_combos("xod");
-  return c;
+  const Init x = planted(
+      normal(3.0),
+      {{0, 0.0f}, {1, -0.0f}, {2, 10.0f}, {3, -10.0f}, {4, 50.0f}, {5, -50.0f}, {19999, 1e-3f}});
+  return op_case(
+      "gelu",
+      {{"x", s, 'x', x}, {"y", s, 'o', unset()}, {"dy", s, 'd', normal()}, {"dx", s, 'o', unset()}},
+      {effect("gelu_forward", {0, 1}, {1}, [](const Tensors& t) { gelu_forward(t[0], t[1]); }),
+       effect("gelu_backward", {0, 2, 3}, {3},
+              [](const Tensors& t) { gelu_backward(t[0], t[2], t[3]); })},
+      product_combos("xod"));
 }
 
 OpCase gelu_inplace_case() {
-  OpCase c;
-  c.name = "gelu_backward_dx_is_dy";
   const Shape s{40, 500};
-  c.tensors = {{"x", s, 'x', normal(3.0)}, {"dy", s, 'd', normal()}};
-  c.calls.push_back(effect("gelu_backward", {0, 1}, {1},
-                           [](const Tensors& t) { gelu_backward(t[0], t[1], t[1]); }));
-  c.combos = product_combos("xd");
-  return c;
+  return op_case("gelu_backward_dx_is_dy", {{"x", s, 'x', normal(3.0)}, {"dy", s, 'd', normal()}},
+                 {effect("gelu_backward", {0, 1}, {1},
+                         [](const Tensors& t) { gelu_backward(t[0], t[1], t[1]); })},
+                 product_combos("xd"));
 }
 
 // T = 70 spans two of the kernel's 64-row query blocks; head size 4.

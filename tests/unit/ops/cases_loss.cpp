@@ -58,60 +58,54 @@ OpCase cross_entropy_inplace_case() {
 }
 
 OpCase row_max_case() {
-  OpCase c;
-  c.name = "row_max";
-  c.tensors = {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)}, {"out", Shape{9}, 'f', unset()}};
-  c.calls.push_back(effect("row_max", {0, 1}, {1}, [](const Tensors& t) { row_max(t[0], t[1]); }));
-  return c;
+  return op_case("row_max",
+                 {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)}, {"out", Shape{9}, 'f', unset()}},
+                 {effect("row_max", {0, 1}, {1}, [](const Tensors& t) { row_max(t[0], t[1]); })});
 }
 
 OpCase row_sum_exp_case() {
-  OpCase c;
-  c.name = "row_sum_exp";
-  c.tensors = {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
-               {"max", Shape{9}, 'f', unset()},  // prepared: the rows' max plus up to 2
-               {"out", Shape{9}, 'f', unset()}};
-  c.prepare = [](const Tensors& t) {
-    row_max(t[0], t[1]);
-    float* m = t[1].data<float>();
-    for (int r = 0; r < 9; ++r) m[r] += 0.25f * static_cast<float>(r % 9);
-  };
-  c.calls.push_back(effect("row_sum_exp", {0, 1, 2}, {2},
-                           [](const Tensors& t) { row_sum_exp(t[0], t[1], t[2]); }));
-  return c;
+  return op_case("row_sum_exp",
+                 {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
+                  {"max", Shape{9}, 'f', unset()},  // prepared: the rows' max plus up to 2
+                  {"out", Shape{9}, 'f', unset()}},
+                 {effect("row_sum_exp", {0, 1, 2}, {2},
+                         [](const Tensors& t) { row_sum_exp(t[0], t[1], t[2]); })},
+                 {}, [](const Tensors& t) {
+                   row_max(t[0], t[1]);
+                   float* m = t[1].data<float>();
+                   for (int r = 0; r < 9; ++r) m[r] += 0.25f * static_cast<float>(r % 9);
+                 });
 }
 
 OpCase target_logit_case() {
-  OpCase c;
-  c.name = "target_logit";
-  c.tensors = {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
-               {"targets", Shape{9}, 'i', tokens(80)},  // prepared: slice_targets
-               {"out", Shape{9}, 'f', unset()}};
-  c.prepare = [](const Tensors& t) { slice_targets(t[1]); };
-  c.calls.push_back(effect("target_logit", {0, 1, 2}, {2},
-                           [](const Tensors& t) { target_logit(t[0], t[1], kSliceStart, t[2]); }));
-  return c;
+  return op_case("target_logit",
+                 {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
+                  {"targets", Shape{9}, 'i', tokens(80)},  // prepared: slice_targets
+                  {"out", Shape{9}, 'f', unset()}},
+                 {effect("target_logit", {0, 1, 2}, {2},
+                         [](const Tensors& t) { target_logit(t[0], t[1], kSliceStart, t[2]); })},
+                 {}, [](const Tensors& t) { slice_targets(t[1]); });
 }
 
 OpCase backward_slice_case() {
-  OpCase c;
-  c.name = "cross_entropy_backward_slice";
-  c.tensors = {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
-               {"targets", Shape{9}, 'i', tokens(80)},  // prepared: slice_targets
-               {"lse", Shape{9}, 'f', unset()},  // prepared: the slice's own plus 0.7 (the others')
-               {"dlogits", Shape{9, kSliceV}, 'a', unset()}};
-  c.prepare = [](const Tensors& t) {
-    slice_targets(t[1]);
-    Tensor sum = Tensor::empty(Shape{9}, DType::f32);
-    row_max(t[0], t[2]);
-    row_sum_exp(t[0], t[2], sum);
-    float* l = t[2].data<float>();
-    for (int r = 0; r < 9; ++r) l[r] += std::log(sum.data<float>()[r]) + 0.7f;
-  };
-  c.calls.push_back(effect("cross_entropy_backward_slice", {0, 2, 1, 3}, {3}, [](const Tensors& t) {
-    cross_entropy_backward_slice(t[0], t[2], t[1], kSliceStart, 0.25f, t[3]);
-  }));
-  return c;
+  return op_case(
+      "cross_entropy_backward_slice",
+      {{"logits", Shape{9, kSliceV}, 'a', normal(3.0)},
+       {"targets", Shape{9}, 'i', tokens(80)},  // prepared: slice_targets
+       {"lse", Shape{9}, 'f', unset()},         // prepared: the slice's own plus 0.7 (the others')
+       {"dlogits", Shape{9, kSliceV}, 'a', unset()}},
+      {effect("cross_entropy_backward_slice", {0, 2, 1, 3}, {3},
+              [](const Tensors& t) {
+                cross_entropy_backward_slice(t[0], t[2], t[1], kSliceStart, 0.25f, t[3]);
+              })},
+      {}, [](const Tensors& t) {
+        slice_targets(t[1]);
+        Tensor sum = Tensor::empty(Shape{9}, DType::f32);
+        row_max(t[0], t[2]);
+        row_sum_exp(t[0], t[2], sum);
+        float* l = t[2].data<float>();
+        for (int r = 0; r < 9; ++r) l[r] += std::log(sum.data<float>()[r]) + 0.7f;
+      });
 }
 
 }  // namespace

@@ -145,6 +145,19 @@ struct OpCase {
   bool large = false;  // big enough to cross the CPU table's row blocks
 };
 
+// A case from its parts, in OpCase's order.
+inline OpCase op_case(std::string name, std::vector<Spec> tensors, std::vector<Call> calls,
+                      std::vector<Combo> combos = {},
+                      std::function<void(const Tensors&)> prepare = {}) {
+  OpCase c;
+  c.name = std::move(name);
+  c.tensors = std::move(tensors);
+  c.calls = std::move(calls);
+  c.combos = std::move(combos);
+  c.prepare = std::move(prepare);
+  return c;
+}
+
 // f32; 16-bit activations with f32 parameters (bf16, f16); 16-bit everything (bf16, f16).
 std::vector<Combo> standard_combos();
 // Every assignment of {f32, bf16, f16} to each of `groups` (3^n combinations).

@@ -16,34 +16,19 @@ namespace {
 
 enum class Wrong { shape, dtype, layout, device };
 
-const char* wrong_name(Wrong w) {
-  switch (w) {
-    case Wrong::shape:
-      return "shape";
-    case Wrong::dtype:
-      return "dtype";
-    case Wrong::layout:
-      return "layout";
-    case Wrong::device:
-      return "device";
-  }
-  return "?";
-}
-
-// What the message must say for each kind (after "[ops] <op>: ").
-const char* wording(Wrong w) {
-  switch (w) {
-    case Wrong::shape:
-      return ".";
-    case Wrong::dtype:
-      return "expected f32, bf16 or f16|must be a contiguous (f32|i32) tensor|must be bf16 or f16";
-    case Wrong::layout:
-      return "is not contiguous|must be a contiguous (f32|i32) tensor";
-    case Wrong::device:
-      return "operands are on different devices";
-  }
-  return "";
-}
+// Each kind's name, and what the message must say for it (after "[ops] <op>: ").
+struct WrongKind {
+  Wrong w;
+  const char* name;
+  const char* wording;
+};
+constexpr WrongKind kWrong[] = {
+    {Wrong::shape, "shape", "."},
+    {Wrong::dtype, "dtype",
+     "expected f32, bf16 or f16|must be a contiguous (f32|i32) tensor|must be bf16 or f16"},
+    {Wrong::layout, "layout", "is not contiguous|must be a contiguous (f32|i32) tensor"},
+    {Wrong::device, "device", "operands are on different devices"},
+};
 
 // Host memory that tensors on a "CUDA device" wrap: the ops must refuse them before reading it.
 std::shared_ptr<Storage> fake_cuda_storage(std::size_t bytes) {
@@ -95,14 +80,15 @@ TEST(OpArgChecks, EveryOperandOfEveryOpIsCheckedForShapeDtypeLayoutAndDevice) {
       const std::set<int> args(call.args.begin(), call.args.end());
       for (int i : args) {
         const Spec& s = c.tensors[static_cast<std::size_t>(i)];
-        for (Wrong w : {Wrong::shape, Wrong::dtype, Wrong::layout, Wrong::device}) {
+        for (const WrongKind& k : kWrong) {
+          const Wrong w = k.w;
           if ((w == Wrong::shape || w == Wrong::device) && args.size() == 1)
             continue;  // any is fine
           if (w == Wrong::layout && s.shape.numel() < 2) continue;
           std::vector<Tensor> t = good;
           t[static_cast<std::size_t>(i)] = make_wrong(good[static_cast<std::size_t>(i)], s, w);
           const std::string what =
-              c.name + ": " + call.op + " with " + s.name + " of the wrong " + wrong_name(w);
+              c.name + ": " + call.op + " with " + s.name + " of the wrong " + k.name;
           try {
             call.run(t);
             ADD_FAILURE() << what << " was accepted";
@@ -111,7 +97,7 @@ TEST(OpArgChecks, EveryOperandOfEveryOpIsCheckedForShapeDtypeLayoutAndDevice) {
             const std::string head = "[ops] " + call.op + ": ";
             EXPECT_EQ(msg.rfind(head, 0), 0u) << what << ": " << msg;
             EXPECT_TRUE(std::regex_search(msg.substr(std::min(head.size(), msg.size())),
-                                          std::regex(wording(w))))
+                                          std::regex(k.wording)))
                 << what << ": " << msg;
           }
           ++checked;
