@@ -26,58 +26,56 @@ optim::AdamWHyper adamw_hyper() {
   return h;
 }
 
-OpCase adamw_case(bool copy) {
-  OpCase c;
-  c.name = copy ? "adamw_step_param16" : "adamw_step";
-  c.tensors = {
-      {"master", Shape{kN}, 'f', normal()},       // 0
-      {"grad", Shape{kN}, 'p', normal(0.1)},      // 1
-      {"m", Shape{kN}, 'f', normal(0.01)},        // 2
-      {"v", Shape{kN}, 'f', uniform(0.0, 1e-3)},  // 3
-  };
+// A case of update `op` on `tensors` (the master first); with `copy`, a param16 copy of the
+// master is appended, passed to the update, and the case runs in every gradient and copy dtype.
+OpCase update_case(const std::string& op, bool copy, std::vector<Spec> tensors,
+                   std::vector<int> outputs, std::function<void(const Tensors&, Tensor)> step) {
+  std::vector<int> args;
+  for (std::size_t i = 0; i < tensors.size(); ++i) args.push_back(static_cast<int>(i));
+  std::vector<Combo> combos;
   if (copy) {
-    c.tensors.push_back({"param16", Shape{kN}, 'h', unset(), /*copy_of=*/0});
-    c.calls.push_back(effect("adamw_step", {0, 1, 2, 3, 4}, {0, 2, 3, 4}, [](const Tensors& t) {
-      adamw_step(t[0], t[1], t[2], t[3], adamw_hyper(), 3, 0.5f, t[4]);
-    }));
-    c.combos = param16_combos();
-  } else {
-    c.calls.push_back(effect("adamw_step", {0, 1, 2, 3}, {0, 2, 3}, [](const Tensors& t) {
-      adamw_step(t[0], t[1], t[2], t[3], adamw_hyper(), 3, 0.5f, Tensor());
-    }));
+    args.push_back(static_cast<int>(tensors.size()));
+    outputs.push_back(args.back());
+    tensors.push_back({"param16", Shape{kN}, 'h', unset(), /*copy_of=*/0});
+    combos = param16_combos();
   }
-  return c;
+  Call call = effect(op, args, std::move(outputs),
+                     [step, copy](const Tensors& t) { step(t, copy ? t.back() : Tensor()); });
+  return op_case(copy ? op + "_param16" : op, std::move(tensors), {std::move(call)},
+                 std::move(combos));
+}
+
+OpCase adamw_case(bool copy) {
+  return update_case("adamw_step", copy,
+                     {{"master", Shape{kN}, 'f', normal()},
+                      {"grad", Shape{kN}, 'p', normal(0.1)},
+                      {"m", Shape{kN}, 'f', normal(0.01)},
+                      {"v", Shape{kN}, 'f', uniform(0.0, 1e-3)}},
+                     {0, 2, 3}, [](const Tensors& t, const Tensor& param16) {
+                       adamw_step(t[0], t[1], t[2], t[3], adamw_hyper(), 3, 0.5f, param16);
+                     });
 }
 
 // With momentum, dampening and weight decay at step 2 (the buffer is read); plain SGD with the
 // copy.
 OpCase sgd_case(bool copy) {
-  OpCase c;
-  c.name = copy ? "sgd_step_param16" : "sgd_step";
-  c.tensors = {
-      {"master", Shape{kN}, 'f', normal()},   // 0
-      {"grad", Shape{kN}, 'p', normal(0.1)},  // 1
-  };
-  if (copy) {
-    c.tensors.push_back({"param16", Shape{kN}, 'h', unset(), /*copy_of=*/0});  // 2
-    c.calls.push_back(effect("sgd_step", {0, 1, 2}, {0, 2}, [](const Tensors& t) {
+  std::vector<Spec> tensors = {{"master", Shape{kN}, 'f', normal()},
+                               {"grad", Shape{kN}, 'p', normal(0.1)}};
+  if (copy)
+    return update_case("sgd_step", true, tensors, {0}, [](const Tensors& t, const Tensor& p16) {
       optim::SGDHyper h;
       h.lr = 0.05;
-      sgd_step(t[0], t[1], Tensor(), h, 1, 0.5f, t[2]);
-    }));
-    c.combos = param16_combos();
-  } else {
-    c.tensors.push_back({"momentum", Shape{kN}, 'f', normal(0.1)});  // 2
-    c.calls.push_back(effect("sgd_step", {0, 1, 2}, {0, 2}, [](const Tensors& t) {
-      optim::SGDHyper h;
-      h.lr = 0.05;
-      h.momentum = 0.9;
-      h.dampening = 0.1;
-      h.weight_decay = 0.01;
-      sgd_step(t[0], t[1], t[2], h, 2, 0.5f, Tensor());
-    }));
-  }
-  return c;
+      sgd_step(t[0], t[1], Tensor(), h, 1, 0.5f, p16);
+    });
+  tensors.push_back({"momentum", Shape{kN}, 'f', normal(0.1)});
+  return update_case("sgd_step", false, tensors, {0, 2}, [](const Tensors& t, const Tensor&) {
+    optim::SGDHyper h;
+    h.lr = 0.05;
+    h.momentum = 0.9;
+    h.dampening = 0.1;
+    h.weight_decay = 0.01;
+    sgd_step(t[0], t[1], t[2], h, 2, 0.5f, Tensor());
+  });
 }
 
 }  // namespace

@@ -133,55 +133,56 @@ GradCase gelu_case() {
 }
 
 GradCase attention_case() {
-  GradCase g;
-  g.name = "attention";
   const int B = 2, T = 9, C = 6, NH = 2;
-  g.tensors = {{"qkv", Shape{B, T, 3 * C}, 'a', normal()}};
-  g.wrt = {0};
-  g.ref = [=](const Doubles& v) { return ref_attention(v[0], B, T, C, NH); };
   auto fwd = [=](const std::vector<Tensor>& t, Tensor& lse) {
     Tensor out = Tensor::empty(Shape{B, T, C}, DType::f32);
     lse = Tensor::empty(Shape{B * NH * T}, DType::f32);
     attention_forward(t[0], out, lse, NH);
     return out;
   };
-  g.forward = [=](const std::vector<Tensor>& t) {
-    Tensor lse;
-    return fwd(t, lse);
-  };
-  g.backward = [=](const std::vector<Tensor>& t, const Tensor& R) {
-    Tensor lse;
-    Tensor out = fwd(t, lse);
-    Tensor dqkv = empty_like(t[0]);
-    attention_backward(t[0], out, lse, R.view(out.shape()), dqkv, NH);
-    return std::vector<Tensor>{dqkv};
-  };
-  return g;
+  return {.name = "attention",
+          .tensors = {{"qkv", Shape{B, T, 3 * C}, 'a', normal()}},
+          .wrt = {0},
+          .ref = [=](const Doubles& v) { return ref_attention(v[0], B, T, C, NH); },
+          .forward =
+              [=](const std::vector<Tensor>& t) {
+                Tensor lse;
+                return fwd(t, lse);
+              },
+          .backward =
+              [=](const std::vector<Tensor>& t, const Tensor& R) {
+                Tensor lse;
+                Tensor out = fwd(t, lse);
+                Tensor dqkv = empty_like(t[0]);
+                attention_backward(t[0], out, lse, R.view(out.shape()), dqkv, NH);
+                return std::vector<Tensor>{dqkv};
+              }};
 }
 
 GradCase embedding_case() {
-  GradCase g;
-  g.name = "embedding";
   const int B = 2, T = 3, C = 5, V = 4;
-  g.tensors = {{"tokens", Shape{B, T}, 'i', tokens(V)},
-               {"wte", Shape{V, C}, 'p', normal()},
-               {"wpe", Shape{T, C}, 'p', normal()}};
-  g.wrt = {1, 2};
-  g.ref = [=](const Doubles& v) {
-    const std::vector<std::int32_t> tok(v[0].begin(), v[0].end());
-    return ref_embedding(tok, v[1], v[2], B, T, C);
-  };
-  g.forward = [=](const std::vector<Tensor>& t) {
-    Tensor out = Tensor::empty(Shape{B * T, C}, DType::f32);
-    embedding_forward(t[0], t[1], t[2], out);
-    return out;
-  };
-  g.backward = [=](const std::vector<Tensor>& t, const Tensor& R) {
-    Accumulated dwte(t[1].shape(), 5), dwpe(t[2].shape(), 6);
-    embedding_backward(t[0], R.view(Shape{B * T, C}), dwte.t, dwpe.t);
-    return std::vector<Tensor>{dwte.grad(), dwpe.grad()};
-  };
-  return g;
+  return {.name = "embedding",
+          .tensors = {{"tokens", Shape{B, T}, 'i', tokens(V)},
+                      {"wte", Shape{V, C}, 'p', normal()},
+                      {"wpe", Shape{T, C}, 'p', normal()}},
+          .wrt = {1, 2},
+          .ref =
+              [=](const Doubles& v) {
+                const std::vector<std::int32_t> tok(v[0].begin(), v[0].end());
+                return ref_embedding(tok, v[1], v[2], B, T, C);
+              },
+          .forward =
+              [=](const std::vector<Tensor>& t) {
+                Tensor out = Tensor::empty(Shape{B * T, C}, DType::f32);
+                embedding_forward(t[0], t[1], t[2], out);
+                return out;
+              },
+          .backward =
+              [=](const std::vector<Tensor>& t, const Tensor& R) {
+                Accumulated dwte(t[1].shape(), 5), dwpe(t[2].shape(), 6);
+                embedding_backward(t[0], R.view(Shape{B * T, C}), dwte.t, dwpe.t);
+                return std::vector<Tensor>{dwte.grad(), dwpe.grad()};
+              }};
 }
 
 // The loss (a sum over the rows not ignored) as a one-element output: dlogits = R * gradient.
