@@ -28,9 +28,18 @@ function(strata_add_library name)
   endif()
 endfunction()
 
-# strata_add_gtest(NAME DIRS dir... DEPS dep...): a gtest executable, each test a ctest entry.
+# Labels the tests a gtest_discover_tests(... TEST_LIST list_var) call finds, when ctest runs.
+function(_strata_label_discovered list_var labels)
+  set(script ${CMAKE_CURRENT_BINARY_DIR}/${list_var}_labels.cmake)
+  file(WRITE ${script}
+    "if(${list_var})\n  set_tests_properties(\${${list_var}} PROPERTIES LABELS \"${labels}\")\nendif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
+endfunction()
+
+# strata_add_gtest(NAME DIRS dir... DEPS dep... [GPU_TESTS filter]): a gtest executable, each test
+# a ctest entry; the tests GPU_TESTS (a --gtest_filter pattern) matches also carry the label cuda.
 function(strata_add_gtest name)
-  cmake_parse_arguments(A "" "" "DIRS;SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "" "GPU_TESTS" "DIRS;SOURCES;DEPS;LABELS" ${ARGN})
   set(srcs ${A_SOURCES})
   foreach(d IN LISTS A_DIRS)
     file(GLOB s CONFIGURE_DEPENDS ${d}/*.cpp)
@@ -43,8 +52,19 @@ function(strata_add_gtest name)
   # Passive OpenMP waits: a test's threads sleep instead of spinning when the machine is busy
   # (spinning threads starve each other: 20x slower under load, no faster on a quiet machine
   # at these sizes).
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "unit;${A_LABELS}"
-    ENVIRONMENT "OMP_WAIT_POLICY=passive")
+  # The labels are set by a script ctest includes after the discovered tests: gtest_discover_tests
+  # flattens a list-valued property (LABELS "unit;cuda" would label the tests "unit" only).
+  set(labels unit ${A_LABELS})
+  set(filter "")
+  if(A_GPU_TESTS)
+    set(filter TEST_FILTER "-${A_GPU_TESTS}")
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${A_GPU_TESTS}"
+      TEST_LIST ${name}_gpu_tests PROPERTIES ENVIRONMENT "OMP_WAIT_POLICY=passive")
+    _strata_label_discovered(${name}_gpu_tests "${labels};cuda")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 ${filter} TEST_LIST ${name}_tests
+    PROPERTIES ENVIRONMENT "OMP_WAIT_POLICY=passive")
+  _strata_label_discovered(${name}_tests "${labels}")
 endfunction()
 
 # strata_add_mpi_test(NAME EXE NP n [ARGS ...]): run EXE under mpirun -np n --oversubscribe.

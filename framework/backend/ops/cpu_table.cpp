@@ -75,10 +75,11 @@ void matmul_rows(const Tensor& A, const Tensor& B, const Tensor& C, bool tb, flo
 }
 
 // C = alpha A^T op(B) + beta C with A [K, M]: the reduction runs over A's rows; with 16-bit A or
-// B (and B not transposed) it runs in blocks of rows, C accumulating across blocks.
+// B (and B not transposed) it runs in blocks of rows, C accumulating across blocks. An empty
+// reduction (K = 0) is not blocked: there are no blocks, and C must still become beta C.
 void matmul_reduce(const Tensor& A, const Tensor& B, const Tensor& C, bool tb, float alpha,
                    float beta, int M, int N, int K) {
-  const bool blocked = !tb && (is16(A) || is16(B));
+  const bool blocked = !tb && K > 0 && (is16(A) || is16(B));
   // C in f32: itself; a 16-bit C with beta 1 accumulates into a zeroed workspace added on commit
   // (the sum rounded once, as gradient accumulation does); otherwise a workspace holding beta*C.
   std::optional<Acc32> acc;
@@ -187,13 +188,19 @@ void attention_backward(const Tensor& qkv, const Tensor& o, const Tensor& lse, c
   dq32.commit();
 }
 
+// Every token in [0, V): the embedding kernels index rows with them.
+void check_tokens(const char* op, const Tensor& tokens, int V) {
+  const std::int32_t* t = i32(tokens);
+  for (std::int64_t i = 0; i < tokens.numel(); ++i)
+    STRATA_CHECK(t[i] >= 0 && t[i] < V, "ops",
+                 "{}: token {} at position {} is outside the vocabulary [0, {})", op, t[i], i, V);
+}
+
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
                        const Tensor& o) {
   const int V = dim(wte, 0);
   const std::int32_t* t = i32(tokens);
-  for (std::int64_t i = 0; i < tokens.numel(); ++i)
-    STRATA_CHECK(t[i] >= 0 && t[i] < V, "ops",
-                 "embedding: token {} at position {} is outside the vocabulary [0, {})", t[i], i, V);
+  check_tokens("embedding_forward", tokens, V);
   In32 e32(wte), p32(wpe);
   Out32 o32(o);
   cpu::embedding_forward(t, e32.get(), p32.get(), o32.get(), dim(tokens, 0), dim(tokens, 1),
@@ -203,13 +210,7 @@ void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wp
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
                         const Tensor& dwpe) {
-  if (dwte.defined()) {
-    const int V = dim(dwte, 0);
-    const std::int32_t* t = i32(tokens);
-    for (std::int64_t i = 0; i < tokens.numel(); ++i)
-      STRATA_CHECK(t[i] >= 0 && t[i] < V, "ops",
-                   "embedding: token {} at position {} is outside the vocabulary [0, {})", t[i], i, V);
-  }
+  if (dwte.defined()) check_tokens("embedding_backward", tokens, dim(dwte, 0));
   In32 d32(dout);
   Acc32 e32(dwte), p32(dwpe);
   cpu::embedding_backward(i32(tokens), d32.get(), e32.get(), p32.get(), dim(tokens, 0),

@@ -8,38 +8,47 @@ namespace strata::ops {
 
 void check_complete(const OpTable& t) {
   STRATA_CHECK(t.name, "ops", "an op table has no name");
-  const void* entries[] = {
-      reinterpret_cast<const void*>(t.matmul),
-      reinterpret_cast<const void*>(t.linear_forward),
-      reinterpret_cast<const void*>(t.linear_backward),
-      reinterpret_cast<const void*>(t.layernorm_forward),
-      reinterpret_cast<const void*>(t.layernorm_backward),
-      reinterpret_cast<const void*>(t.gelu_forward),
-      reinterpret_cast<const void*>(t.gelu_backward),
-      reinterpret_cast<const void*>(t.attention_forward),
-      reinterpret_cast<const void*>(t.attention_backward),
-      reinterpret_cast<const void*>(t.embedding_forward),
-      reinterpret_cast<const void*>(t.embedding_backward),
-      reinterpret_cast<const void*>(t.cross_entropy_forward),
-      reinterpret_cast<const void*>(t.cross_entropy_backward),
-      reinterpret_cast<const void*>(t.row_max),
-      reinterpret_cast<const void*>(t.row_sum_exp),
-      reinterpret_cast<const void*>(t.target_logit),
-      reinterpret_cast<const void*>(t.cross_entropy_backward_slice),
-      reinterpret_cast<const void*>(t.add),
-      reinterpret_cast<const void*>(t.add_inplace),
-      reinterpret_cast<const void*>(t.scale_inplace),
-      reinterpret_cast<const void*>(t.cast),
-      reinterpret_cast<const void*>(t.sum_squares),
-      reinterpret_cast<const void*>(t.has_inf_or_nan),
-      reinterpret_cast<const void*>(t.adamw_step),
-      reinterpret_cast<const void*>(t.sgd_step),
+  struct Entry {
+    const char* name;
+    const void* fn;
   };
+#define STRATA_OP_ENTRY(op) Entry{#op, reinterpret_cast<const void*>(t.op)}
+  const Entry entries[] = {
+      STRATA_OP_ENTRY(matmul),
+      STRATA_OP_ENTRY(linear_forward),
+      STRATA_OP_ENTRY(linear_backward),
+      STRATA_OP_ENTRY(layernorm_forward),
+      STRATA_OP_ENTRY(layernorm_backward),
+      STRATA_OP_ENTRY(gelu_forward),
+      STRATA_OP_ENTRY(gelu_backward),
+      STRATA_OP_ENTRY(attention_forward),
+      STRATA_OP_ENTRY(attention_backward),
+      STRATA_OP_ENTRY(embedding_forward),
+      STRATA_OP_ENTRY(embedding_backward),
+      STRATA_OP_ENTRY(cross_entropy_forward),
+      STRATA_OP_ENTRY(cross_entropy_backward),
+      STRATA_OP_ENTRY(row_max),
+      STRATA_OP_ENTRY(row_sum_exp),
+      STRATA_OP_ENTRY(target_logit),
+      STRATA_OP_ENTRY(cross_entropy_backward_slice),
+      STRATA_OP_ENTRY(add),
+      STRATA_OP_ENTRY(add_inplace),
+      STRATA_OP_ENTRY(scale_inplace),
+      STRATA_OP_ENTRY(cast),
+      STRATA_OP_ENTRY(sum_squares),
+      STRATA_OP_ENTRY(has_inf_or_nan),
+      STRATA_OP_ENTRY(adamw_step),
+      STRATA_OP_ENTRY(sgd_step),
+  };
+#undef STRATA_OP_ENTRY
+  // One entry per function pointer of OpTable: a new op added there without a line here fails
+  // to compile.
   static_assert(sizeof(entries) / sizeof(entries[0]) * sizeof(void*) + sizeof(const char*) ==
                     sizeof(OpTable),
                 "check_complete must list every OpTable entry");
-  for (std::size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); ++i)
-    STRATA_CHECK(entries[i], "ops", "the {} backend's op table leaves entry {} unset", t.name, i);
+  for (const Entry& e : entries)
+    STRATA_CHECK(e.fn, "ops", "the {} backend's op table leaves {} unset: register it", t.name,
+                 e.name);
 }
 
 const OpTable& op_table(Device device) {

@@ -6,40 +6,6 @@
 namespace strata::cpu::test {
 namespace {
 
-// out[B,T,C] from qkv[B,T,3C]; lse[B,NH,T] if given.
-std::vector<double> ref_attention(const std::vector<double>& qkv, int B, int T, int C, int NH,
-                                  std::vector<double>* lse = nullptr) {
-  const int hs = C / NH;
-  const double scale = 1.0 / std::sqrt(double(hs));
-  std::vector<double> out(static_cast<std::size_t>(B) * T * C, 0.0), s(T);
-  if (lse) lse->assign(static_cast<std::size_t>(B) * NH * T, 0.0);
-  auto at = [&](int b, int t, int part, int h, int d) {
-    return qkv[(static_cast<std::size_t>(b) * T + t) * 3 * C + part * C + h * hs + d];
-  };
-  for (int b = 0; b < B; ++b) {
-    for (int h = 0; h < NH; ++h) {
-      for (int i = 0; i < T; ++i) {
-        double m = -1e300;
-        for (int j = 0; j <= i; ++j) {
-          double d = 0.0;
-          for (int e = 0; e < hs; ++e) d += at(b, i, 0, h, e) * at(b, j, 1, h, e);
-          s[j] = d * scale;
-          m = std::max(m, s[j]);
-        }
-        double sum = 0.0;
-        for (int j = 0; j <= i; ++j) sum += std::exp(s[j] - m);
-        if (lse) (*lse)[(static_cast<std::size_t>(b) * NH + h) * T + i] = m + std::log(sum);
-        for (int j = 0; j <= i; ++j) {
-          const double p = std::exp(s[j] - m) / sum;
-          for (int e = 0; e < hs; ++e)
-            out[(static_cast<std::size_t>(b) * T + i) * C + h * hs + e] += p * at(b, j, 2, h, e);
-        }
-      }
-    }
-  }
-  return out;
-}
-
 struct Case {
   int B, T, C, NH;
 };

@@ -7,19 +7,6 @@
 namespace strata::cpu::test {
 namespace {
 
-std::vector<double> ref_embedding(const std::vector<std::int32_t>& tok,
-                                  const std::vector<double>& wte, const std::vector<double>& wpe,
-                                  int B, int T, int C) {
-  std::vector<double> out(static_cast<std::size_t>(B) * T * C);
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
-      for (int c = 0; c < C; ++c)
-        out[(static_cast<std::size_t>(b) * T + t) * C + c] =
-            wte[static_cast<std::size_t>(tok[static_cast<std::size_t>(b) * T + t]) * C + c] +
-            wpe[static_cast<std::size_t>(t) * C + c];
-  return out;
-}
-
 TEST(Embedding, ForwardAndBackwardWithRepeatedTokens) {
   struct Case {
     int B, T, C, V;
@@ -55,22 +42,6 @@ TEST(Embedding, RejectsNegativeTokens) {
   std::vector<float> wte(4), wpe(4), out(4);
   EXPECT_THROW(embedding_forward(tok.data(), wte.data(), wpe.data(), out.data(), 1, 2, 2),
                strata::Error);
-}
-
-// Sum over non-ignored rows of (lse - logit[target]); lse per row.
-double ref_ce(const std::vector<double>& logits, const std::vector<std::int32_t>& tgt, int N, int V,
-              std::vector<double>* lse = nullptr) {
-  double total = 0.0;
-  for (int n = 0; n < N; ++n) {
-    const double* r = logits.data() + static_cast<std::size_t>(n) * V;
-    double m = -1e300, s = 0.0;
-    for (int v = 0; v < V; ++v) m = std::max(m, r[v]);
-    for (int v = 0; v < V; ++v) s += std::exp(r[v] - m);
-    const double l = m + std::log(s);
-    if (lse) lse->push_back(l);
-    if (tgt[n] >= 0) total += l - r[tgt[n]];
-  }
-  return total;
 }
 
 using CrossEntropy = IsaTest;

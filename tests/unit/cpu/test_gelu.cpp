@@ -6,11 +6,6 @@
 namespace strata::cpu::test {
 namespace {
 
-double ref_gelu(double x) {
-  const double k = std::sqrt(2.0 / M_PI);
-  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
-
 using Gelu = IsaTest;
 
 std::vector<float> inputs(std::size_t n) {

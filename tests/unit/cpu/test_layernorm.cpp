@@ -8,27 +8,6 @@ namespace {
 
 constexpr float kEps = 1e-5f;
 
-std::vector<double> ref_layernorm(const std::vector<double>& x, const std::vector<double>& w,
-                                  const std::vector<double>& b, int N, int C,
-                                  std::vector<double>* mean = nullptr,
-                                  std::vector<double>* rstd = nullptr) {
-  std::vector<double> y(x.size());
-  for (int n = 0; n < N; ++n) {
-    const double* xr = x.data() + static_cast<std::size_t>(n) * C;
-    double m = 0.0, v = 0.0;
-    for (int c = 0; c < C; ++c) m += xr[c];
-    m /= C;
-    for (int c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m);
-    v /= C;
-    const double rs = 1.0 / std::sqrt(v + kEps);
-    if (mean) mean->push_back(m);
-    if (rstd) rstd->push_back(rs);
-    for (int c = 0; c < C; ++c)
-      y[static_cast<std::size_t>(n) * C + c] = (xr[c] - m) * rs * w[c] + b[c];
-  }
-  return y;
-}
-
 using LayerNorm = IsaTest;
 
 struct Case {

@@ -7,28 +7,6 @@
 namespace strata::cpu::test {
 namespace {
 
-// C = alpha op(A) op(B) + beta C in double.
-std::vector<double> ref_matmul(const std::vector<float>& A, const std::vector<float>& B,
-                               const std::vector<float>& C0, int M, int N, int K, bool ta, bool tb,
-                               double alpha, double beta) {
-  std::vector<double> C(static_cast<std::size_t>(M) * N);
-  for (int i = 0; i < M; ++i) {
-    for (int j = 0; j < N; ++j) {
-      double s = 0.0;
-      for (int k = 0; k < K; ++k) {
-        const double a =
-            ta ? A[static_cast<std::size_t>(k) * M + i] : A[static_cast<std::size_t>(i) * K + k];
-        const double b =
-            tb ? B[static_cast<std::size_t>(j) * K + k] : B[static_cast<std::size_t>(k) * N + j];
-        s += a * b;
-      }
-      C[static_cast<std::size_t>(i) * N + j] =
-          alpha * s + beta * C0[static_cast<std::size_t>(i) * N + j];
-    }
-  }
-  return C;
-}
-
 using Matmul = IsaTest;
 using Linear = IsaTest;
 
@@ -69,20 +47,6 @@ TEST_P(Matmul, EmptyInnerDimensionScalesC) {
   std::vector<float> D = nan_filled(4);
   matmul(nullptr, nullptr, D.data(), 2, 2, 0, false, false, 1.0f, 0.0f);
   EXPECT_EQ(D, (std::vector<float>(4, 0.0f)));
-}
-
-std::vector<double> ref_linear(const std::vector<double>& x, const std::vector<double>& W,
-                               const std::vector<double>* b, int N, int in, int out) {
-  std::vector<double> y(static_cast<std::size_t>(N) * out);
-  for (int n = 0; n < N; ++n) {
-    for (int o = 0; o < out; ++o) {
-      double s = b ? (*b)[o] : 0.0;
-      for (int i = 0; i < in; ++i)
-        s += x[static_cast<std::size_t>(n) * in + i] * W[static_cast<std::size_t>(o) * in + i];
-      y[static_cast<std::size_t>(n) * out + o] = s;
-    }
-  }
-  return y;
 }
 
 struct LinearCase {

@@ -1,0 +1,16 @@
+# cmake -DIN=op_table.hpp -DOUT=copy.hpp -P add_op_table_entry.cmake: copies the OpTable header
+# with one more function-pointer entry at the end of struct OpTable.
+file(READ ${IN} text)
+string(FIND "${text}" "struct OpTable {" start)
+if(start EQUAL -1)
+  message(FATAL_ERROR "${IN}: no 'struct OpTable {'")
+endif()
+string(SUBSTRING "${text}" ${start} -1 tail)
+string(FIND "${tail}" "\n};" end)
+if(end EQUAL -1)
+  message(FATAL_ERROR "${IN}: struct OpTable does not end with '};' on its own line")
+endif()
+math(EXPR cut "${start} + ${end}")
+string(SUBSTRING "${text}" 0 ${cut} head)
+string(SUBSTRING "${text}" ${cut} -1 rest)
+file(WRITE ${OUT} "${head}\n  void (*probe_unlisted_op)(const Tensor& x) = nullptr;${rest}")

@@ -1,0 +1,87 @@
+// Harness cases of the optimizer updates: AdamW and SGD with f32 and 16-bit gradients, with and
+// without the 16-bit parameter copy (checked equal to the reference's master rounded once).
+#include "framework/backend/ops/ops.hpp"
+#include "tests/unit/ops/op_harness.hpp"
+
+namespace strata::ops::test {
+namespace {
+
+constexpr std::int64_t kN = 1003;  // not a multiple of any vector width
+
+// The gradient in each float dtype ('p') with the copy ('h') in each 16-bit one.
+std::vector<Combo> param16_combos() {
+  std::vector<Combo> out;
+  for (DType grad : {DType::f32, DType::bf16, DType::f16})
+    for (DType copy : {DType::bf16, DType::f16})
+      out.push_back(
+          {"grad_" + std::string(dtype_name(grad)) + "_copy_" + std::string(dtype_name(copy)),
+           {{'p', grad}, {'h', copy}}});
+  return out;
+}
+
+optim::AdamWHyper adamw_hyper() {
+  optim::AdamWHyper h;
+  h.lr = 1e-2;
+  h.weight_decay = 0.1;
+  return h;
+}
+
+// A case of update `op` on `tensors` (the master first); with `copy`, a param16 copy of the
+// master is appended, passed to the update, and the case runs in every gradient and copy dtype.
+OpCase update_case(const std::string& op, bool copy, std::vector<Spec> tensors,
+                   std::vector<int> outputs, std::function<void(const Tensors&, Tensor)> step) {
+  std::vector<int> args;
+  for (std::size_t i = 0; i < tensors.size(); ++i) args.push_back(static_cast<int>(i));
+  std::vector<Combo> combos;
+  if (copy) {
+    args.push_back(static_cast<int>(tensors.size()));
+    outputs.push_back(args.back());
+    tensors.push_back({"param16", Shape{kN}, 'h', unset(), /*copy_of=*/0});
+    combos = param16_combos();
+  }
+  Call call = effect(op, args, std::move(outputs),
+                     [step, copy](const Tensors& t) { step(t, copy ? t.back() : Tensor()); });
+  return op_case(copy ? op + "_param16" : op, std::move(tensors), {std::move(call)},
+                 std::move(combos));
+}
+
+OpCase adamw_case(bool copy) {
+  return update_case("adamw_step", copy,
+                     {{"master", Shape{kN}, 'f', normal()},
+                      {"grad", Shape{kN}, 'p', normal(0.1)},
+                      {"m", Shape{kN}, 'f', normal(0.01)},
+                      {"v", Shape{kN}, 'f', uniform(0.0, 1e-3)}},
+                     {0, 2, 3}, [](const Tensors& t, const Tensor& param16) {
+                       adamw_step(t[0], t[1], t[2], t[3], adamw_hyper(), 3, 0.5f, param16);
+                     });
+}
+
+// With momentum, dampening and weight decay at step 2 (the buffer is read); plain SGD with the
+// copy.
+OpCase sgd_case(bool copy) {
+  std::vector<Spec> tensors = {{"master", Shape{kN}, 'f', normal()},
+                               {"grad", Shape{kN}, 'p', normal(0.1)}};
+  if (copy)
+    return update_case("sgd_step", true, tensors, {0}, [](const Tensors& t, const Tensor& p16) {
+      optim::SGDHyper h;
+      h.lr = 0.05;
+      sgd_step(t[0], t[1], Tensor(), h, 1, 0.5f, p16);
+    });
+  tensors.push_back({"momentum", Shape{kN}, 'f', normal(0.1)});
+  return update_case("sgd_step", false, tensors, {0, 2}, [](const Tensors& t, const Tensor&) {
+    optim::SGDHyper h;
+    h.lr = 0.05;
+    h.momentum = 0.9;
+    h.dampening = 0.1;
+    h.weight_decay = 0.01;
+    sgd_step(t[0], t[1], t[2], h, 2, 0.5f, Tensor());
+  });
+}
+
+}  // namespace
+
+std::vector<OpCase> optimizer_cases() {
+  return {adamw_case(false), adamw_case(true), sgd_case(false), sgd_case(true)};
+}
+
+}  // namespace strata::ops::test
