@@ -67,6 +67,8 @@ def main():
                     help="OMP_WAIT_POLICY for both sides (passive copes better with a busy machine)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--json", help="also write every run's JSON here")
+    ap.add_argument("--baseline", help="another build directory (e.g. of an earlier commit) whose "
+                    "bench_gpt_cpu runs in the same repeats: before/after ratios")
     a = ap.parse_args()
 
     exe = os.path.join(a.build, "bench", "gpt_cpu", "bench_gpt_cpu")
@@ -75,6 +77,13 @@ def main():
     shape = ["--layers", a.layers, "--heads", a.heads, "--seq", a.seq, "--batch", a.batch,
              "--vocab", a.vocab, "--steps", a.steps, "--warmup", a.warmup]
     strata_cmd = [exe, "--embd", a.embd, "--sgemm", a.sgemm] + shape
+    cmds = {"strata": strata_cmd}
+    if a.baseline:
+        base_exe = os.path.join(a.baseline, "bench", "gpt_cpu", "bench_gpt_cpu")
+        if not os.path.exists(base_exe):
+            sys.exit(f"run.py: {base_exe} not found; build it: cmake --build {a.baseline} "
+                     "--target bench_gpt_cpu")
+        cmds["baseline"] = [base_exe] + strata_cmd[1:]
     torch_cmd = [sys.executable if sys.executable.startswith("/usr/bin") else "/usr/bin/python3",
                  os.path.join(HERE, "gpt_torch.py"), "--n-layer", a.layers, "--n-embd", a.embd,
                  "--n-head", a.heads, "--seq", a.seq, "--batch", a.batch, "--vocab", a.vocab,
@@ -91,11 +100,13 @@ def main():
                 env["OMP_WAIT_POLICY"] = a.wait_policy
             if a.malloc == "tuned":
                 env.update(MALLOC_MMAP_THRESHOLD_="2147483647", MALLOC_TRIM_THRESHOLD_="4294967295")
-            order = ["strata", "pytorch"] if r % 2 == 0 else ["pytorch", "strata"]
+            impls = list(cmds) + ["pytorch"]
+            order = impls[r % len(impls):] + impls[:r % len(impls)]  # each goes first in turn
             for impl in order:
-                cmd = strata_cmd if impl == "strata" else torch_cmd
+                cmd = cmds.get(impl, torch_cmd)
                 out = run([str(c) for c in cmd] + ["--threads", str(k)], env)
                 out["repeat"] = r
+                out["impl"] = impl
                 runs.append(out)
                 print(f"  repeat {r} threads {k} {impl:8s} {out['tokens_per_s']:9.1f} tokens/s",
                       file=sys.stderr, flush=True)
@@ -120,6 +131,21 @@ def main():
         print(f"threads {k}:")
         print(f"  tokens/s       strata {spread(st)}   pytorch {spread(pt)}")
         print(f"  ratio          {ratio:.2f}x (per-repeat {min(ratios):.2f}..{max(ratios):.2f})")
+        if a.baseline:
+            b = [o for o in runs if o["impl"] == "baseline" and o["threads"] == k]
+            bt = [o["tokens_per_s"] for o in b]
+            after = [x["tokens_per_s"] / y["tokens_per_s"] for x, y in zip(s, b)]
+            print(f"  baseline       {spread(bt)}   vs pytorch "
+                  f"{statistics.median(bt) / statistics.median(pt):.2f}x")
+            print(f"  after/before   {statistics.median(after):.2f}x (per-repeat "
+                  f"{min(after):.2f}..{max(after):.2f})   activation bytes/token "
+                  f"{s[0]['peak_activation_bytes_per_token']:.0f} vs "
+                  f"{b[0]['peak_activation_bytes_per_token']:.0f}")
+            # Process CPU time per step: what a busy machine disturbs least (wall time includes
+            # the time other processes held the cores).
+            cpu = [x["cpu_ms"] / y["cpu_ms"] for x, y in zip(s, b)]
+            print(f"  CPU/step a/b   {statistics.median(cpu):.3f}x (per-repeat "
+                  f"{min(cpu):.3f}..{max(cpu):.3f})")
         if peak > 0:
             # Per repeat against the sgemm of that repeat's Strata run (seconds apart, so a load
             # change on a shared machine hits both), then the median over repeats.
