@@ -46,6 +46,9 @@ struct StepResult {
 struct ShardReductions {
   std::function<double(double)> sum = [](double v) { return v; };
   std::function<bool(bool)> any = [](bool b) { return b; };
+  // Units whose parameters another process also holds and counts (the copy of a tied embedding
+  // on a pipeline's last stage): left out of the gradient norm so that they count once.
+  std::vector<std::size_t> counted_elsewhere;
 };
 
 class Trainer {

@@ -143,16 +143,18 @@ std::pair<std::int64_t, std::int64_t> checkpoint_save_range(const nn::UnitLayout
 // ---- construction ----
 
 Checkpointer::Checkpointer(const Group& world, const Group& dp, nn::ParamStore& store,
-                           train::Trainer& trainer, int zero_stage, CheckpointOptions options)
+                           train::Trainer& trainer, int zero_stage, CheckpointOptions options,
+                           CheckpointStage stage)
     : world_(world),
       dp_(dp),
       store_(store),
       trainer_(trainer),
       stage_(zero_stage),
-      opts_(std::move(options)) {
-  STRATA_CHECK(world_.size() == dp_.size(), "checkpoint",
-               "world of {} ranks but dp {}: only data parallelism is implemented for checkpoints",
-               world_.size(), dp_.size());
+      opts_(std::move(options)),
+      pipeline_(std::move(stage)) {
+  STRATA_CHECK(world_.size() == dp_.size() * pipeline_.pp, "checkpoint",
+               "world of {} ranks but dp {} x pp {}: only data and pipeline parallelism are "
+               "implemented for checkpoints", world_.size(), dp_.size(), pipeline_.pp);
   STRATA_CHECK(zero_stage >= 0 && zero_stage <= 3, "checkpoint", "ZeRO stage {} is not 0-3",
                zero_stage);
   agree_ = world_.split(0, world_.rank(), world_.name() + ".checkpoint");
@@ -175,6 +177,12 @@ Checkpointer::~Checkpointer() {
 }  // saver_'s destructor waits for the save in flight
 
 // ---- saving ----
+
+std::pair<std::int64_t, std::int64_t> Checkpointer::save_range(std::size_t u) const {
+  const auto& c = pipeline_.copies;
+  if (std::find(c.begin(), c.end(), u) != c.end()) return {0, 0};
+  return checkpoint_save_range(store_.layout(u), stage_, dp_.size(), dp_.rank());
+}
 
 ck::TrainState Checkpointer::train_state(const JobState& job) const {
   ck::TrainState s;
@@ -205,13 +213,14 @@ void Checkpointer::save(const JobState& job) {
   spec.rank = world_.rank();
   spec.header.step = job.step;
   spec.header.config = job.config;
-  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), 1, 1};
+  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), 1, pipeline_.pp};
   spec.header.zero_stage = stage_;
   spec.header.state = train_state(job);
   spec.retention = opts_.retention;
   ck::RankState rs = job.rank;
   // Self-description: which dp rank wrote the file, and the (shared) data position.
   rs.extra["dp_rank"] = dp_.rank();
+  if (pipeline_.pp > 1) rs.extra["pp_stage"] = pipeline_.index;
   if (job.sampler)
     rs.extra["sampler"] = {{"position", job.sampler->position}, {"epoch", job.sampler->epoch}};
   if (opts_.async) {
@@ -266,7 +275,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
     store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
-      const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
+      const auto [a, b] = save_range(u);
       train::UnitOptimizerState& s = states.acquire(u);
       try {
         std::vector<Tensor> keep;
@@ -303,7 +312,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   // that does not fit gets a buffer of its own.
   std::size_t bytes = 0;
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    const auto [a, b] = checkpoint_save_range(store_.layout(u), stage_, dp_.size(), dp_.rank());
+    const auto [a, b] = save_range(u);
     if (a < b) bytes += static_cast<std::size_t>(b - a) * sizeof(float) * (1 + kinds.size());
   }
   ck::StagingArena arena(bytes);
@@ -311,7 +320,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
-    const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
+    const auto [a, b] = save_range(u);
     train::UnitOptimizerState& s = states.acquire(u);
     try {
       std::vector<Tensor> keep;
@@ -386,7 +395,8 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
   try {
     ck::CheckpointReader reader(step_dir);
     const ck::Manifest& m = reader.manifest();
-    ck::check_compatible(m, expected_params(store_), step_dir);
+    ck::check_compatible(
+        m, pipeline_.model.empty() ? expected_params(store_) : pipeline_.model, step_dir);
     const bool with_moments = !weights_only && !m.state.optimizer.empty();
     if (with_moments && m.state.optimizer != optimizer_name(trainer_))
       user_fail("checkpoint",
