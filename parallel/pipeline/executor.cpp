@@ -111,6 +111,10 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
           post(j);
           break;
         }
+      // The previous action's send completes before this one computes (pipeline::Execution with
+      // send_window 1, deadlock-free for 1F1B): at most one output waits for its receiver.
+      for (const Work& w : sends) wait(w);
+      sends.clear();
       auto& slot = saved[static_cast<std::size_t>(a.micro)];
       if (a.pass == pipeline::Pass::forward) {
         next(batch);

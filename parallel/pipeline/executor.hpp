@@ -1,8 +1,9 @@
 // PipelineExecutor: one stage's part of a training step under the 1F1B schedule — the forward and
 // backward passes of the step's micro-batches in the schedule's order, each micro-batch's saved
 // activations in a SavedState of its own while it is in flight, activations and their gradients
-// sent to and received from the neighbouring stages without blocking (each receive posted one
-// action ahead, sends waited for at the end of the step), and the tied units' gradients summed
+// sent to and received from the neighbouring stages without blocking compute (each receive posted
+// one action ahead, each send completed before the next action's compute: pipeline::Execution
+// with send_window 1, which simulate() shows deadlock-free), and the tied units' gradients summed
 // over the stages that share them. DataParallelEngine owns one when pipeline_parallel_size > 1
 // and runs the rest of the step (ZeRO reductions, optimizer) as it does without.
 #pragma once
@@ -70,7 +71,7 @@ class PipelineExecutor {
   // Forward only of one micro-batch (nothing saved): its mean loss, on every stage.
   double eval_loss(const nn::Batch& batch, nn::Context ctx);
 
-  // Seconds spent waiting for the neighbouring stages so far (receives; sends at step end).
+  // Seconds spent waiting for the neighbouring stages so far (receives and sends).
   double wait_seconds() const { return wait_s_; }
   // The most micro-batches in flight (SavedStates held) during the last step.
   int peak_in_flight() const { return peak_in_flight_; }

@@ -60,8 +60,14 @@ void check_stage(int stages, int s, int m, const std::vector<Action>& acts,
 
 }  // namespace
 
+std::size_t receive_posted_at(const std::vector<Action>& actions, std::size_t j) {
+  for (std::size_t k = j; k-- > 0;)
+    if (actions[k].recv) return k;
+  return 0;
+}
+
 Timeline simulate(int stages, int m, const ScheduleFn& schedule, double forward_cost,
-                  double backward_cost) {
+                  double backward_cost, Execution how) {
   Timeline tl;
   std::vector<std::vector<Action>> lists;
   for (int s = 0; s < stages; ++s) lists.push_back(schedule(stages, s, m));
@@ -89,30 +95,57 @@ Timeline simulate(int stages, int m, const ScheduleFn& schedule, double forward_
                                         std::get<3>(k), std::get<0>(k)));
   if (!tl.problems.empty()) return tl;
 
-  // Run: when each stage's actions end (-1: not run yet).
+  // Run: when each stage's actions start and end (-1: not yet).
   const auto n = static_cast<std::size_t>(stages);
   std::vector<std::size_t> pc(n, 0);
   std::vector<double> clock(n, 0.0);
-  std::vector<std::vector<double>> fwd_end(n, std::vector<double>(static_cast<std::size_t>(m), -1)),
-      bwd_end = fwd_end;
+  std::vector<std::vector<double>> start(n), end(n);
+  // Where each (pass, micro) is in each stage's list.
+  std::vector<std::map<std::pair<int, int>, std::size_t>> where(n);
+  for (std::size_t s = 0; s < n; ++s) {
+    start[s].assign(lists[s].size(), -1);
+    end[s].assign(lists[s].size(), -1);
+    for (std::size_t k = 0; k < lists[s].size(); ++k)
+      where[s][{static_cast<int>(lists[s][k].pass), lists[s][k].micro}] = k;
+  }
+  // When the send of action k of stage s completes (its receive posted); -1 while unknown.
+  auto send_done = [&](std::size_t s, std::size_t k) {
+    const Action& a = lists[s][k];
+    const std::size_t r = a.pass == Pass::forward ? s + 1 : s - 1;
+    const std::size_t j = where[r].at({static_cast<int>(a.pass), a.micro});
+    const double posted = start[r][receive_posted_at(lists[r], j)];
+    return posted < 0 ? -1.0 : std::max(posted, end[s][k]);
+  };
   tl.busy.assign(n, 0.0);
   for (bool progress = true; progress;) {
     progress = false;
     for (std::size_t s = 0; s < n; ++s) {
       while (pc[s] < lists[s].size()) {
-        const Action& a = lists[s][pc[s]];
-        const auto i = static_cast<std::size_t>(a.micro);
+        const std::size_t k = pc[s];
+        const Action& a = lists[s][k];
         const bool fw = a.pass == Pass::forward;
         double ready = clock[s];
         if (a.recv) {
-          const double dep = fw ? fwd_end[s - 1][i] : bwd_end[s + 1][i];
-          if (dep < 0) break;  // waits for the neighbour
+          const std::size_t peer = fw ? s - 1 : s + 1;
+          const double dep = end[peer][where[peer].at({static_cast<int>(a.pass), a.micro})];
+          if (dep < 0) break;  // waits for the neighbour's send
           ready = std::max(ready, dep);
         }
+        bool blocked = false;
+        if (how.send_window > 0 && k >= static_cast<std::size_t>(how.send_window)) {
+          const std::size_t old = k - static_cast<std::size_t>(how.send_window);
+          if (lists[s][old].send) {
+            const double done = send_done(s, old);
+            if (done < 0) blocked = true;  // waits for the neighbour to post the receive
+            ready = std::max(ready, done);
+          }
+        }
+        if (blocked) break;
         const double cost = fw ? forward_cost : backward_cost;
+        start[s][k] = ready;
         clock[s] = ready + cost;
+        end[s][k] = clock[s];
         tl.busy[s] += cost;
-        (fw ? fwd_end : bwd_end)[s][i] = clock[s];
         ++pc[s];
         progress = true;
       }

@@ -1,6 +1,6 @@
 // Runs every stage's action list together, as the pipeline engine executes them: each stage runs
 // its actions in order, an action that receives waits until the neighbour's matching send has run,
-// and sends never block (the engine posts them and waits at the end of the step). Checks that the
+// and a stage waits for its sends only as Execution says. Checks that the
 // lists form a valid step (every forward has its backward after it, forwards in micro-batch order,
 // transfers where the stage's position says, every send matched by exactly one receive, no
 // deadlock) and measures the ideal timeline with fixed costs per pass.
@@ -26,8 +26,20 @@ struct Timeline {
   double bubble() const;
 };
 
+// How the engine carries a list out. Receives: at the start of each action the stage posts the
+// receive of that action and of its next receiving action (one receive ahead). Sends are posted
+// when an action's compute ends; a send completes once its receive is posted (the conservative,
+// rendezvous case), and with send_window = w > 0 the stage waits for it before starting the
+// action w places later (0: only at the end of the step).
+struct Execution {
+  int send_window = 0;
+};
+
+// The action index at whose start a stage posts the receive of action j (one receive ahead).
+std::size_t receive_posted_at(const std::vector<Action>& actions, std::size_t j);
+
 Timeline simulate(int stages, int micro_batches, const ScheduleFn& schedule,
-                  double forward_cost = 1.0, double backward_cost = 2.0);
+                  double forward_cost = 1.0, double backward_cost = 2.0, Execution how = {});
 
 // The bubble fraction of a synchronous pipeline of `stages` equal stages over `micro_batches`
 // micro-batches: (pp - 1) / (m + pp - 1).

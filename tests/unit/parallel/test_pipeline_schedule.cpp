@@ -132,3 +132,17 @@ TEST(Simulator, GpipeHoldsEveryMicroBatch) {
   ASSERT_TRUE(t.problems.empty()) << problems(t);
   EXPECT_EQ(t.in_flight, (std::vector<int>{8, 8, 8, 8}));
 }
+
+// The engine completes each send before the next action's compute (send window 1, one receive
+// posted ahead; window 2 checked too): still no deadlock for any (pp, m) up to 8 x 16, even when a
+// send completes only once its receive is posted, and the same ideal timeline.
+TEST(OneFOneB, NoDeadlockWhenSendsMustComplete) {
+  for (int window : {1, 2})
+    for (int pp = 1; pp <= 8; ++pp)
+      for (int m = 1; m <= 16; ++m) {
+        SCOPED_TRACE(fmt::format("send window {} pp {} m {}", window, pp, m));
+        const Timeline t = simulate(pp, m, one_f_one_b, 1.0, 2.0, Execution{window});
+        ASSERT_TRUE(t.problems.empty()) << problems(t);
+        EXPECT_NEAR(t.bubble(), ideal_bubble(pp, m), 1e-12) << "makespan " << t.makespan;
+      }
+}
