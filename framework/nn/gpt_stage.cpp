@@ -7,9 +7,9 @@ namespace strata::nn {
 
 std::vector<int> gpt_stage_blocks(const GptConfig& c, int count) {
   if (count < 1 || count > c.n_layer)
-    user_fail("nn", "a GPT of {} layers cannot be cut into {} pipeline stages: every stage needs a "
-              "block; set strata.pipeline_parallel_size between 1 and {}", c.n_layer, count,
-              c.n_layer);
+    user_fail("nn", "a GPT with n_layer {} cannot be cut into {} pipeline stages: every stage "
+              "needs a block; set strata.pipeline_parallel_size between 1 and {}", c.n_layer,
+              count, c.n_layer);
   const double C = c.n_embd, T = c.block_size, V = c.vocab_size;
   const double block = 24 * C * C + 4 * T * C;
   return balance_stages(c.n_layer, count, 0.0, 2 * V * C / block);
