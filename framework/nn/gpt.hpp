@@ -34,6 +34,8 @@ class Gpt : public Model {
   std::vector<UnitUse> unit_schedule() const override;
   std::vector<BatchField> batch_fields(int micro_batch) const override;
   void set_checkpointing(bool on) override;
+  // Pipeline stage `index` of `count` (a GptStage, framework/nn/gpt_stage.hpp).
+  std::unique_ptr<ModelStage> stage(int index, int count) override;
 
   // Mean loss over the valid targets of batch["tokens"], batch["targets"] (i32 [B, T], T <=
   // block_size); with ctx.grad_enabled, saves what backward needs.
@@ -47,6 +49,7 @@ class Gpt : public Model {
   Tensor logits(Context& ctx, const std::int32_t* tokens, int B, int T);
 
  private:
+  friend class GptStage;  // a pipeline stage runs a part of this model's layers
   double forward(Context& ctx, const Tensor& tokens, const Tensor& targets);
   Tensor trunk(Context& ctx, const Tensor& tokens);  // → ln_f output [N, C]
 

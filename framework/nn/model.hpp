@@ -4,10 +4,13 @@
 // alone (they never guess the order in which units come next).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "framework/core/error.hpp"
 #include "framework/nn/batch.hpp"
+#include "framework/nn/model_stage.hpp"
 #include "framework/nn/module.hpp"
 
 namespace strata::nn {
@@ -41,6 +44,12 @@ class Model : public Module {
   virtual void backward(Context& ctx, float scale) = 0;
   // Activation checkpointing where the model supports it (recompute instead of saving).
   virtual void set_checkpointing(bool on) {}
+  // Stage `index` of `count` for pipeline parallelism (framework/nn/model_stage.hpp), over this
+  // model's layers and parameters (it must outlive the stage). A model that cannot be split says so.
+  virtual std::unique_ptr<ModelStage> stage(int index, int count) {
+    user_fail("nn", "this model cannot be split into pipeline stages (asked for stage {} of {}): "
+              "set strata.pipeline_parallel_size to 1", index, count);
+  }
 };
 
 }  // namespace strata::nn

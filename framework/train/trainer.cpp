@@ -136,7 +136,10 @@ StepResult Trainer::step() {
     return r;
   }
   double ss = 0;
-  for (std::size_t u = 0; u < store_.num_units(); ++u) ss += grad_sum_squares(u);
+  for (std::size_t u = 0; u < store_.num_units(); ++u)
+    if (std::find(red_.counted_elsewhere.begin(), red_.counted_elsewhere.end(), u) ==
+        red_.counted_elsewhere.end())
+      ss += grad_sum_squares(u);
   ss = red_.sum(ss);
   const double inv_scale = 1.0 / r.loss_scale;
   r.grad_norm = std::sqrt(ss) * inv_scale;

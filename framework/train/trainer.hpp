@@ -52,6 +52,9 @@ struct ShardReductions {
   // Element-wise sum over shards, in place (Adafactor's partial row/column statistics and sums
   // of squares); every shard must end with bitwise the same values.
   std::function<void(std::span<double>)> sum_vector = [](std::span<double>) {};
+  // Units whose parameters another process also holds and counts (the copy of a tied embedding
+  // on a pipeline's last stage): left out of the gradient norm so that they count once.
+  std::vector<std::size_t> counted_elsewhere;
 };
 
 class AdafactorStep;

@@ -17,10 +17,11 @@ CheckpointOptions checkpoint_options(const config::Config& cfg) {
 }
 
 CheckpointPolicy::CheckpointPolicy(const config::Config& cfg, const Group& world, const Group& dp,
-                                   nn::ParamStore& store, train::Trainer& trainer, int zero_stage)
+                                   nn::ParamStore& store, train::Trainer& trainer, int zero_stage,
+                                   CheckpointStage stage)
     : cfg_(cfg),
       lead_(world.rank() == 0),
-      ckpt_(world, dp, store, trainer, zero_stage, checkpoint_options(cfg)) {}
+      ckpt_(world, dp, store, trainer, zero_stage, checkpoint_options(cfg), std::move(stage)) {}
 
 std::int64_t CheckpointPolicy::resume() {
   const std::string& spec = cfg_.strata.checkpoint.resume;

@@ -21,7 +21,8 @@ class CheckpointPolicy {
  public:
   // Collective over world.
   CheckpointPolicy(const config::Config& cfg, const Group& world, const Group& dp,
-                   nn::ParamStore& store, train::Trainer& trainer, int zero_stage);
+                   nn::ParamStore& store, train::Trainer& trainer, int zero_stage,
+                   CheckpointStage stage = {});
 
   // The job's data, whose position checkpoints save and resume restores (null: none); it must
   // outlive this.

@@ -147,16 +147,18 @@ StateSaveRange state_save_range(const nn::UnitLayout& l, int stage, const Group&
 // ---- construction ----
 
 Checkpointer::Checkpointer(const Group& world, const Group& dp, nn::ParamStore& store,
-                           train::Trainer& trainer, int zero_stage, CheckpointOptions options)
+                           train::Trainer& trainer, int zero_stage, CheckpointOptions options,
+                           CheckpointStage stage)
     : world_(world),
       dp_(dp),
       store_(store),
       trainer_(trainer),
       stage_(zero_stage),
-      opts_(std::move(options)) {
-  STRATA_CHECK(world_.size() == dp_.size(), "checkpoint",
-               "world of {} ranks but dp {}: only data parallelism is implemented for checkpoints",
-               world_.size(), dp_.size());
+      opts_(std::move(options)),
+      pipeline_(std::move(stage)) {
+  STRATA_CHECK(world_.size() == dp_.size() * pipeline_.pp, "checkpoint",
+               "world of {} ranks but dp {} x pp {}: only data and pipeline parallelism are "
+               "implemented for checkpoints", world_.size(), dp_.size(), pipeline_.pp);
   STRATA_CHECK(zero_stage >= 0 && zero_stage <= 3, "checkpoint", "ZeRO stage {} is not 0-3",
                zero_stage);
   agree_ = world_.split(0, world_.rank(), world_.name() + ".checkpoint");
@@ -179,6 +181,12 @@ Checkpointer::~Checkpointer() {
 }  // saver_'s destructor waits for the save in flight
 
 // ---- saving ----
+
+StateSaveRange Checkpointer::save_range(std::size_t u) const {
+  const auto& c = pipeline_.copies;
+  if (std::find(c.begin(), c.end(), u) != c.end()) return {};  // its owner's stage saves it
+  return state_save_range(store_.layout(u), stage_, dp_);
+}
 
 ck::TrainState Checkpointer::train_state(const JobState& job) const {
   ck::TrainState s;
@@ -209,13 +217,14 @@ void Checkpointer::save(const JobState& job) {
   spec.rank = world_.rank();
   spec.header.step = job.step;
   spec.header.config = job.config;
-  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), 1, 1};
+  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), 1, pipeline_.pp};
   spec.header.zero_stage = stage_;
   spec.header.state = train_state(job);
   spec.retention = opts_.retention;
   ck::RankState rs = job.rank;
   // Self-description: which dp rank wrote the file, and the (shared) data position.
   rs.extra["dp_rank"] = dp_.rank();
+  if (pipeline_.pp > 1) rs.extra["pp_stage"] = pipeline_.index;
   if (job.sampler)
     rs.extra["sampler"] = {{"position", job.sampler->position}, {"epoch", job.sampler->epoch}};
   if (opts_.async) {
@@ -269,7 +278,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
     store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
-      const StateSaveRange r = state_save_range(l, stage_, dp_);
+      const StateSaveRange r = save_range(u);
       train::UnitOptimizerState& s = states.acquire(u);
       try {
         std::vector<Tensor> keep;
@@ -306,7 +315,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   std::size_t bytes = 0;
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
-    const StateSaveRange r = state_save_range(l, stage_, dp_);
+    const StateSaveRange r = save_range(u);
     if (r.a < r.b) bytes += static_cast<std::size_t>(r.b - r.a) * sizeof(float);
     bytes += state_slice_bytes(trainer_, l, u, r);
   }
@@ -315,7 +324,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
-    const StateSaveRange r = state_save_range(l, stage_, dp_);
+    const StateSaveRange r = save_range(u);
     train::UnitOptimizerState& s = states.acquire(u);
     try {
       std::vector<Tensor> keep;
@@ -388,7 +397,8 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
   try {
     ck::CheckpointReader reader(step_dir);
     const ck::Manifest& m = reader.manifest();
-    ck::check_compatible(m, expected_params(store_), step_dir);
+    ck::check_compatible(
+        m, pipeline_.model.empty() ? expected_params(store_) : pipeline_.model, step_dir);
     const bool with_moments = !weights_only && !m.state.optimizer.empty();
     if (with_moments) check_state_compatible(reader, store_, trainer_);
     if (stage_ == 3)

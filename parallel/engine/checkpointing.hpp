@@ -12,11 +12,13 @@
 
 #include "framework/checkpoint/async_saver.hpp"
 #include "framework/checkpoint/catalog.hpp"
+#include "framework/checkpoint/compat.hpp"
 #include "framework/checkpoint/retention.hpp"
 #include "framework/checkpoint/train_state.hpp"
 #include "framework/nn/param_store.hpp"
 #include "framework/train/trainer.hpp"
 #include "parallel/comm/group.hpp"
+#include "parallel/engine/optimizer_checkpoint.hpp"
 
 namespace strata::parallel {
 
@@ -49,14 +51,26 @@ struct LoadedCheckpoint {
   checkpoint::RankState rank;    // this rank's saved state (empty if the saving job was smaller)
 };
 
+// With pipeline parallelism a rank's store holds one stage's units: the ranks of each stage save
+// their slices of that stage's units, so that every parameter (named globally) is saved once.
+struct CheckpointStage {
+  int pp = 1;     // pipeline stages (world = dp x pp)
+  int index = 0;  // this rank's stage
+  // Every stage's parameters, which a checkpoint must hold ({}: the store's).
+  std::vector<checkpoint::ExpectedParam> model;
+  // Units holding a copy of parameters another stage saves (a tied embedding): loaded, not saved.
+  std::vector<std::size_t> copies;
+};
+
 // Saves and loads the state of one data-parallel replica set: a ParamStore sharded by ZeRO over
-// `dp` and the Trainer that updates it. Every call marked collective must be made by every rank
-// of `world` (rank files are numbered by world rank; tp = pp = 1 for now, so world == dp).
+// `dp` and the Trainer that updates it (with pipeline stages, this rank's stage of it). Every call
+// marked collective must be made by every rank of `world` (rank files are numbered by world rank;
+// tp = 1 for now, so world == dp x pp).
 class Checkpointer {
  public:
   // Collective (splits a private group for the commit protocol's agreement).
   Checkpointer(const Group& world, const Group& dp, nn::ParamStore& store, train::Trainer& trainer,
-               int zero_stage, CheckpointOptions options);
+               int zero_stage, CheckpointOptions options, CheckpointStage stage = {});
   // Waits for a background save; an error nobody collected is reported on stderr.
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
@@ -104,6 +118,8 @@ class Checkpointer {
   void save_async(checkpoint::SaveSpec spec, checkpoint::RankState rs);
   void load_local(const std::string& step_dir, bool weights_only, LoadedCheckpoint& out);
   void apply_shared_state(const LoadedCheckpoint& loaded);
+  // The element range of unit u this rank writes (none for a tied copy).
+  StateSaveRange save_range(std::size_t u) const;
 
   Group world_, dp_;
   Group agree_;  // private: the commit protocol's all-ranks-ok all-reduce
@@ -111,6 +127,7 @@ class Checkpointer {
   train::Trainer& trainer_;
   int stage_;
   CheckpointOptions opts_;
+  CheckpointStage pipeline_;
   std::unique_ptr<checkpoint::AsyncSaver> saver_;
   std::exception_ptr background_error_;
 };

@@ -2,7 +2,10 @@
 // stage — accumulate micro-batches (gradients reduced over dp as backward produces them; see
 // ZeroHooks), then the Trainer's update of the owned slices and the parameter all-gather. Every dp
 // rank ends the step with the same parameters. The model's unit schedule drives ZeRO-3 prefetch
-// and release and the offload stores' read-ahead.
+// and release and the offload stores' read-ahead. With a pipeline (PipelineSetup) the rank runs
+// one stage of the model: the micro-batches are the pipeline's, run by a PipelineExecutor under
+// the 1F1B schedule (whose order of unit uses the hooks then follow), the tied units' gradients
+// are summed across stages before the update, and the loss comes from the last stage.
 #pragma once
 
 #include <functional>
@@ -10,6 +13,7 @@
 #include "framework/nn/model.hpp"
 #include "framework/train/trainer.hpp"
 #include "parallel/engine/step_times.hpp"
+#include "parallel/pipeline/executor.hpp"
 #include "parallel/zero/zero_hooks.hpp"
 
 namespace strata::parallel {
@@ -35,19 +39,30 @@ class DataParallelEngine {
   // Fills this rank's next micro-batch (laid out as model.batch_fields(micro_batch)).
   using NextBatch = std::function<void(nn::Batch& batch)>;
 
+  // `store` holds the model's units, or with a pipeline those of pipeline.stage (which, like the
+  // model, must outlive the engine).
   DataParallelEngine(Group dp, nn::Model& model, nn::ParamStore& store, train::Trainer& trainer,
-                     const EngineOptions& opts, nn::Context ctx = {});
+                     const EngineOptions& opts, nn::Context ctx = {}, PipelineSetup pipeline = {});
+  ~DataParallelEngine();
 
   EngineStep train_step(const NextBatch& next_batch);
   const Group& dp() const { return dp_; }
   const ZeroHooks& zero() const { return hooks_; }
   nn::Model& model() { return model_; }
   const EngineOptions& options() const { return opts_; }
-  // A context for evaluation or sampling (nothing saved; ZeRO-3 gathers still happen).
+  // A context for evaluation or sampling (nothing saved; ZeRO-3 gathers still happen); the whole
+  // model only without a pipeline (see eval_loss).
   nn::Context eval_context() const;
+  // Forward only of one micro-batch laid out as model().batch_fields: its mean loss (with a
+  // pipeline: through every stage, the loss on every rank).
+  double eval_loss(const nn::Batch& batch);
   // Mean of a value over dp ranks (e.g. a validation loss), max for peaks.
   double mean_over_dp(double v) const;
   double max_over_dp(double v) const;
+  // Max over every rank of the data-parallel replica set and its pipeline stages.
+  double max_over_ranks(double v) const;
+  // The pipeline this rank runs a stage of (null without one).
+  const PipelineExecutor* pipeline() const { return pipe_.get(); }
 
  private:
   double io_wait_seconds() const;
@@ -58,6 +73,7 @@ class DataParallelEngine {
   train::Trainer& trainer_;
   EngineOptions opts_;
   ZeroHooks hooks_;
+  std::unique_ptr<PipelineExecutor> pipe_;
   nn::Context ctx_;
   nn::Batch batch_;
 };

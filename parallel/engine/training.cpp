@@ -17,10 +17,22 @@ int checked_int(std::int64_t v, const char* what) {
 Grid make_grid(const config::Config& cfg, const Group& world) {
   Grid g(world, checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size"),
          checked_int(cfg.strata.pipeline_parallel_size, "strata.pipeline_parallel_size"));
-  if (g.tp_size() > 1 || g.pp_size() > 1)
-    user_fail("engine", "strata.tensor_parallel_size {} / strata.pipeline_parallel_size {}: only "
-              "data parallelism is implemented so far; set both to 1", g.tp_size(), g.pp_size());
+  if (g.tp_size() > 1)
+    user_fail("engine", "strata.tensor_parallel_size {}: tensor parallelism is not implemented so "
+              "far; set it to 1", g.tp_size());
   return g;
+}
+
+// What checkpoints need to know of this rank's pipeline stage.
+CheckpointStage checkpoint_stage(const Grid& grid, nn::Model& model, const nn::ModelStage* stage) {
+  CheckpointStage cs;
+  if (!stage) return cs;
+  cs.pp = grid.pp_size();
+  cs.index = stage->index();
+  for (const nn::Parameter* p : model.parameters()) cs.model.push_back({p->name, p->shape});
+  for (const nn::TiedUnit& t : stage->tied_units())
+    if (!t.owner) cs.copies.push_back(static_cast<std::size_t>(t.unit));
+  return cs;
 }
 
 }  // namespace
@@ -65,22 +77,30 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
                                       : offload::make_value_shard_store(cfg_, world.rank(), memory);
   STRATA_CHECK(!so.value_store || stage == 3, "engine",
                "parameter slices can be offloaded at ZeRO stage 3 only (stage is {})", stage);
-  store_ = std::make_unique<nn::ParamStore>(model.units(), so);
+  // With pipeline stages this rank holds (and runs) only its stage's units.
+  if (grid_.pp_size() > 1) stage_ = model.stage(grid_.coords().pp, grid_.pp_size());
+  store_ = std::make_unique<nn::ParamStore>(stage_ ? stage_->units() : model.units(), so);
   store_->initialize(cfg_.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
-  trainer_ = std::make_unique<train::Trainer>(
-      *store_, topts,
-      stage > 0 ? dp_reductions(dp) : train::ShardReductions{},
-      offload::make_state_store(cfg_, world.rank(), memory));
+  train::ShardReductions reductions = stage > 0 ? dp_reductions(dp) : train::ShardReductions{};
+  if (stage_) reductions = pipeline_reductions(std::move(reductions), grid_.pp(), *stage_);
+  trainer_ = std::make_unique<train::Trainer>(*store_, topts,
+                                              std::move(reductions),
+                                              offload::make_state_store(cfg_, world.rank(), memory));
 
   model.set_checkpointing(cfg_.strata.activation_checkpointing);
   nn::Context ctx;
   ctx.activations.ledger = &ledger_;
   ctx.workspace.ledger = &ledger_;
   ctx.act_dtype = train::activation_dtype(cfg_);  // 16-bit with mixed precision by default
+  PipelineSetup pipeline;
+  if (stage_)
+    pipeline = {stage_.get(), grid_.pp(),
+                pipeline_tied_group(grid_, !stage_->tied_units().empty())};
   engine_ = std::make_unique<DataParallelEngine>(dp, model, *store_, *trainer_,
-                                                 engine_options(cfg_), ctx);
-  checkpoints_ = std::make_unique<CheckpointPolicy>(cfg_, world, dp, *store_, *trainer_, stage);
+                                                 engine_options(cfg_), ctx, std::move(pipeline));
+  checkpoints_ = std::make_unique<CheckpointPolicy>(cfg_, world, dp, *store_, *trainer_, stage,
+                                                    checkpoint_stage(grid_, model, stage_.get()));
 }
 
 Training::~Training() = default;

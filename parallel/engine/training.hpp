@@ -1,8 +1,9 @@
 // Training: the one assembly of a training job from a validated config, the world and a model —
 // the process grid, the ZeRO-sharded ParamStore (parameter slices offloaded as configured,
 // initialised), the Trainer (optimizer state offloaded as configured), the data-parallel engine
-// with the model's unit schedule, and the checkpoint policy. train_gpt, examples/mlp, the tests and
-// the benchmarks all build their jobs with it.
+// with the model's unit schedule, and the checkpoint policy. With pipeline_parallel_size > 1 each
+// rank holds and runs its pipeline stage of the model (nn::Model::stage). train_gpt, examples/mlp,
+// the tests and the benchmarks all build their jobs with it.
 #pragma once
 
 #include <memory>
@@ -49,6 +50,8 @@ class Training {
   const Group& world() const { return grid_.world(); }
   const Group& dp() const { return grid_.dp(); }
   nn::Model& model() { return model_; }
+  // This rank's pipeline stage (null when pipeline_parallel_size is 1).
+  const nn::ModelStage* stage() const { return stage_.get(); }
   nn::ParamStore& store() { return *store_; }
   const nn::ParamStore& store() const { return *store_; }
   train::Trainer& trainer() { return *trainer_; }
@@ -76,6 +79,7 @@ class Training {
   nn::Model& model_;
   MemoryLedger& ledger_;
   Grid grid_;
+  std::unique_ptr<nn::ModelStage> stage_;
   std::unique_ptr<nn::ParamStore> store_;
   std::unique_ptr<train::Trainer> trainer_;
   std::unique_ptr<DataParallelEngine> engine_;

@@ -93,11 +93,12 @@ struct JobSpec {
   DType dtype = DType::f32;
   int stage = 0;
   int micro = 2, accum = 2;
+  int pp = 1;          // pipeline stages (the data is split over dp = world / pp)
   std::string tokens;  // token file
   parallel::CheckpointOptions ckpt;
 };
 
-// One data-parallel training job over `dp` (also its world).
+// One training job over `dp` (also its world; with spec.pp > 1 its ranks form dp x pp).
 struct Job {
   std::unique_ptr<data::TokenFile> file;
   std::unique_ptr<Replica> r;
@@ -112,9 +113,11 @@ struct Job {
     cfg.strata.checkpoint.save_total_limit = s.ckpt.retention.save_total_limit;
     cfg.strata.checkpoint.keep_every = s.ckpt.retention.keep_every;
     cfg.strata.checkpoint.async = s.ckpt.async;
+    cfg.strata.pipeline_parallel_size = s.pp;
     r = std::make_unique<Replica>(s.model, cfg, dp);
-    sampler = std::make_unique<data::BatchSampler>(*file, s.model.block_size, s.micro, dp.size(),
-                                                   dp.rank(), true, 99);
+    const parallel::Group& data = r->training->dp();
+    sampler = std::make_unique<data::BatchSampler>(*file, s.model.block_size, s.micro, data.size(),
+                                                   data.rank(), true, 99);
     ck = &r->training->checkpoints().checkpointer();
   }
   double train_step() {

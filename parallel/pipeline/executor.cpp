@@ -1,0 +1,195 @@
+#include "parallel/pipeline/executor.hpp"
+
+#include <chrono>
+
+namespace strata::parallel {
+
+namespace {
+
+// Tags on the pipeline group: the activation and the gradient of micro-batch i (mod 16383, in
+// order: MPI matches messages between two ranks with the same tag in the order they were posted).
+int activation_tag(int micro) { return 2 * (micro % 16383); }
+int gradient_tag(int micro) { return 2 * (micro % 16383) + 1; }
+constexpr int kEvalTag = 32766;
+
+}  // namespace
+
+Group pipeline_tied_group(const Grid& grid, bool has_tied) {
+  const GridCoords c = grid.coords();
+  const int positions = grid.dp_size() * grid.tp_size();
+  const int color = has_tied ? c.dp * grid.tp_size() + c.tp : positions + grid.world().rank();
+  return grid.world().split(color, c.pp, "pp_tied");
+}
+
+std::vector<nn::UnitUse> step_unit_schedule(const nn::ModelStage& stage,
+                                            const std::vector<pipeline::Action>& actions) {
+  const std::vector<nn::UnitUse> one = stage.unit_schedule();
+  std::vector<nn::UnitUse> fwd, bwd;
+  for (const nn::UnitUse& u : one) (u.backward ? bwd : fwd).push_back(u);
+  std::vector<nn::UnitUse> out;
+  for (const pipeline::Action& a : actions) {
+    const auto& part = a.pass == pipeline::Pass::forward ? fwd : bwd;
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+train::ShardReductions pipeline_reductions(train::ShardReductions inner, const Group& pp,
+                                           const nn::ModelStage& stage) {
+  train::ShardReductions r;
+  r.sum = [inner, pp](double v) { return pp.all_reduce_value(inner.sum(v), ReduceOp::sum); };
+  r.any = [inner, pp](bool b) {
+    return pp.all_reduce_value<std::int32_t>(inner.any(b) ? 1 : 0, ReduceOp::max) != 0;
+  };
+  r.sum_vector = inner.sum_vector;  // Adafactor's statistics: a matrix lives on one stage
+  r.counted_elsewhere = inner.counted_elsewhere;
+  for (const nn::TiedUnit& t : stage.tied_units())
+    if (!t.owner) r.counted_elsewhere.push_back(static_cast<std::size_t>(t.unit));
+  return r;
+}
+
+PipelineExecutor::PipelineExecutor(PipelineSetup setup, nn::ParamStore& store, ZeroHooks& hooks,
+                                   int micro_batches)
+    : setup_(std::move(setup)), store_(store), hooks_(hooks), micro_batches_(micro_batches) {
+  STRATA_CHECK(setup_.stage && setup_.pp.valid() && setup_.tied.valid(), "pipeline",
+               "a pipeline needs a stage, its pipeline group and its tied group");
+  const nn::ModelStage& s = *setup_.stage;
+  STRATA_CHECK(setup_.pp.size() == s.count() && setup_.pp.rank() == s.index(), "pipeline",
+               "stage {} of {} on rank {} of the pipeline group {}", s.index(), s.count(),
+               setup_.pp.rank(), setup_.pp.describe());
+  actions_ = pipeline::one_f_one_b(s.count(), s.index(), micro_batches);
+}
+
+void PipelineExecutor::wait(const Work& w) {
+  const auto t0 = std::chrono::steady_clock::now();
+  w.wait();
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Context& ctx,
+                             float scale, const Compute& compute) {
+  nn::ModelStage& stage = *setup_.stage;
+  const Group& pp = setup_.pp;
+  const int me = stage.index();
+  const std::shared_ptr<nn::SavedState> outside = ctx.saved;
+  // Receives, by action: posted one action ahead so that the transfer overlaps compute.
+  struct Incoming {
+    Tensor buf;
+    Work work;
+  };
+  std::vector<Incoming> incoming(actions_.size());
+  const Shape in_shape = stage.input_shape(batch), out_shape = stage.output_shape(batch);
+  auto post = [&](std::size_t k) {
+    if (k >= actions_.size() || !actions_[k].recv || incoming[k].buf.defined()) return;
+    const pipeline::Action& a = actions_[k];
+    const bool fw = a.pass == pipeline::Pass::forward;
+    Tensor buf = ctx.act(fw ? in_shape : out_shape);
+    incoming[k].work = fw ? pp.recv(buf, me - 1, activation_tag(a.micro))
+                          : pp.recv(buf, me + 1, gradient_tag(a.micro));
+    incoming[k].buf = std::move(buf);
+  };
+  auto take = [&](std::size_t k) {
+    wait(incoming[k].work);
+    Tensor t = std::move(incoming[k].buf);
+    incoming[k] = {};
+    return t;
+  };
+  std::size_t last_backward = 0;
+  for (std::size_t k = 0; k < actions_.size(); ++k)
+    if (actions_[k].pass == pipeline::Pass::backward) last_backward = k;
+
+  std::vector<std::shared_ptr<nn::SavedState>> saved(static_cast<std::size_t>(micro_batches_));
+  std::vector<Work> sends;
+  int in_flight = 0;
+  peak_in_flight_ = 0;
+  double loss_sum = 0;
+  try {
+    for (std::size_t k = 0; k < actions_.size(); ++k) {
+      const pipeline::Action& a = actions_[k];
+      post(k);
+      for (std::size_t j = k + 1; j < actions_.size(); ++j)
+        if (actions_[j].recv) {
+          post(j);
+          break;
+        }
+      // The previous action's send completes before this one computes (pipeline::Execution with
+      // send_window 1, deadlock-free for 1F1B): at most one output waits for its receiver.
+      for (const Work& w : sends) wait(w);
+      sends.clear();
+      auto& slot = saved[static_cast<std::size_t>(a.micro)];
+      if (a.pass == pipeline::Pass::forward) {
+        next(batch);
+        Tensor input = a.recv ? take(k) : Tensor();
+        slot = std::make_shared<nn::SavedState>();
+        ctx.saved = slot;
+        peak_in_flight_ = std::max(peak_in_flight_, ++in_flight);
+        nn::StageOutput out;
+        compute(false, [&] { out = stage.forward(ctx, batch, input); });
+        input = {};
+        if (stage.is_last()) loss_sum += out.loss;
+        if (a.send) sends.push_back(pp.send(out.activation, me + 1, activation_tag(a.micro)));
+      } else {
+        Tensor grad = a.recv ? take(k) : Tensor();
+        ctx.saved = slot;
+        hooks_.set_sync(k == last_backward);
+        Tensor grad_in;
+        compute(true, [&] {
+          grad_in = stage.backward(ctx, grad, scale);
+          hooks_.end_backward();
+        });
+        grad = {};
+        STRATA_CHECK(slot->empty(), "pipeline",
+                     "stage {}: {} saved tensors of micro-batch {} were not used by its backward",
+                     me, slot->size(), a.micro);
+        slot.reset();
+        --in_flight;
+        if (a.send) sends.push_back(pp.send(grad_in, me - 1, gradient_tag(a.micro)));
+      }
+    }
+    for (const Work& w : sends) wait(w);
+  } catch (...) {
+    ctx.saved = outside;
+    throw;
+  }
+  ctx.saved = outside;
+  return loss_sum;
+}
+
+void PipelineExecutor::reduce_tied_grads() {
+  const Group& tied = setup_.tied;
+  if (tied.size() == 1) return;
+  const bool full = hooks_.stage() == 0;
+  std::vector<Work> works;
+  for (const nn::TiedUnit& t : setup_.stage->tied_units()) {
+    const auto u = static_cast<std::size_t>(t.unit);
+    works.push_back(tied.all_reduce(full ? store_.grads(u) : store_.grad_shard(u), ReduceOp::sum));
+  }
+  for (const Work& w : works) wait(w);
+}
+
+double PipelineExecutor::from_last_stage(double v) const {
+  const Group& pp = setup_.pp;
+  if (pp.size() == 1) return v;
+  auto buf = std::make_shared<double>(v);
+  const Work w = pp.broadcast(span(buf.get(), 1), pp.size() - 1);
+  w.keep_alive(buf);
+  w.wait();
+  return *buf;
+}
+
+double PipelineExecutor::eval_loss(const nn::Batch& batch, nn::Context ctx) {
+  nn::ModelStage& stage = *setup_.stage;
+  const Group& pp = setup_.pp;
+  const int me = stage.index();
+  ctx.grad_enabled = false;
+  Tensor input;
+  if (!stage.is_first()) {
+    input = ctx.act(stage.input_shape(batch));
+    wait(pp.recv(input, me - 1, kEvalTag));
+  }
+  const nn::StageOutput out = stage.forward(ctx, batch, input);
+  if (!stage.is_last()) wait(pp.send(out.activation, me + 1, kEvalTag));
+  return from_last_stage(out.loss);
+}
+
+}  // namespace strata::parallel
