@@ -40,8 +40,19 @@ std::vector<ck::FlatParam> flat_params(const nn::UnitLayout& l) {
 
 std::vector<ck::ExpectedParam> expected_params(const nn::ParamStore& store) {
   std::vector<ck::ExpectedParam> out;
-  for (const nn::Parameter* p : store.parameters()) out.push_back({p->name, p->shape});
+  for (const nn::Parameter* p : store.parameters())
+    out.push_back({p->name, p->placement.global_shape(p->shape)});
   return out;
+}
+
+// A tensor-parallel part's elements [begin, end) of parameter p, as (element of the part, element
+// of the whole parameter, count) pieces: one for a whole parameter, one per run of its placement.
+template <typename F>
+void to_global(const nn::Parameter& p, std::int64_t begin, std::int64_t end, F&& piece) {
+  p.placement.for_each_run(p.shape, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+    const std::int64_t a = std::max(begin, local), b = std::min(end, local + n);
+    if (a < b) piece(a, global + (a - local), b - a);
+  });
 }
 
 // The optimizer-state kinds a trainer keeps, in its buffers' order (m, v).
@@ -121,14 +132,26 @@ std::vector<std::string> gather_texts(const Group& g, const std::string& mine, b
   return out;
 }
 
-// Slices of `kind` for [a, b) of unit l, whose owned buffer `owned` starts at flat element lo.
+// Slices of `kind` for [a, b) of unit l, whose owned buffer `owned` starts at flat element lo,
+// named by global parameter and range: a tensor-parallel part's split parameters as one slice per
+// run of their placement, its replicated ones by part 0 only (tp_index: this rank's part).
 std::vector<ck::SliceRef> unit_slices(const nn::UnitLayout& l, std::int64_t a, std::int64_t b,
-                                      std::string_view kind, const Tensor& owned) {
+                                      std::string_view kind, const Tensor& owned, int tp_index) {
   if (a >= b) return {};
   const auto* base = static_cast<const unsigned char*>(owned.raw());
-  return ck::slices_for_flat_range(
-      flat_params(l), a, b, kind,
-      base + static_cast<std::size_t>(a - l.lo) * dtype_size(owned.dtype()), owned.dtype());
+  const std::size_t esize = dtype_size(owned.dtype());
+  std::vector<ck::SliceRef> out;
+  for (const ck::FlatPiece& pc : ck::split_flat_range(flat_params(l), a, b)) {
+    const nn::Parameter& p = *l.params[pc.param];
+    if (!p.placement.split() && tp_index != 0) continue;
+    const Shape whole = p.placement.global_shape(p.shape);
+    const unsigned char* data = base + static_cast<std::size_t>(pc.flat_begin - l.lo) * esize;
+    to_global(p, pc.begin, pc.end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+      out.push_back(ck::SliceRef{std::string(kind), p.name, whole, owned.dtype(), global, global + n,
+                                 data + static_cast<std::size_t>(local - pc.begin) * esize});
+    });
+  }
+  return out;
 }
 
 }  // namespace
@@ -152,9 +175,9 @@ Checkpointer::Checkpointer(const Group& world, const Group& dp, nn::ParamStore& 
       stage_(zero_stage),
       opts_(std::move(options)),
       pipeline_(std::move(stage)) {
-  STRATA_CHECK(world_.size() == dp_.size() * pipeline_.pp, "checkpoint",
-               "world of {} ranks but dp {} x pp {}: only data and pipeline parallelism are "
-               "implemented for checkpoints", world_.size(), dp_.size(), pipeline_.pp);
+  STRATA_CHECK(world_.size() == dp_.size() * pipeline_.tp * pipeline_.pp, "checkpoint",
+               "world of {} ranks but dp {} x tp {} x pp {}", world_.size(), dp_.size(),
+               pipeline_.tp, pipeline_.pp);
   STRATA_CHECK(zero_stage >= 0 && zero_stage <= 3, "checkpoint", "ZeRO stage {} is not 0-3",
                zero_stage);
   agree_ = world_.split(0, world_.rank(), world_.name() + ".checkpoint");
@@ -213,7 +236,7 @@ void Checkpointer::save(const JobState& job) {
   spec.rank = world_.rank();
   spec.header.step = job.step;
   spec.header.config = job.config;
-  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), 1, pipeline_.pp};
+  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), pipeline_.tp, pipeline_.pp};
   spec.header.zero_stage = stage_;
   spec.header.state = train_state(job);
   spec.retention = opts_.retention;
@@ -221,6 +244,7 @@ void Checkpointer::save(const JobState& job) {
   // Self-description: which dp rank wrote the file, and the (shared) data position.
   rs.extra["dp_rank"] = dp_.rank();
   if (pipeline_.pp > 1) rs.extra["pp_stage"] = pipeline_.index;
+  if (pipeline_.tp > 1) rs.extra["tp_rank"] = pipeline_.tp_index;
   if (job.sampler)
     rs.extra["sampler"] = {{"position", job.sampler->position}, {"epoch", job.sampler->epoch}};
   if (opts_.async) {
@@ -280,7 +304,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
       try {
         std::vector<Tensor> keep;
         auto add = [&](std::string_view kind, const Tensor& owned) {
-          for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep))) writer.add(sl);
+          for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep), pipeline_.tp_index)) writer.add(sl);
         };
         const nn::ValueShardScope vshard(store_, u, false);
         add(ck::kParam, master_of(store_, s, vshard.get()));
@@ -327,7 +351,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
       const nn::ValueShardScope held(store_, u, false);
       const Tensor& vshard = held.get();
       auto add = [&](std::string_view kind, const Tensor& owned) {
-        for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep)))
+        for (const auto& sl : unit_slices(l, a, b, kind, on_host(owned, keep), pipeline_.tp_index))
           job.slices.push_back(arena.stage(sl));
       };
       add(ck::kParam, master_of(store_, s, vshard));
@@ -422,9 +446,14 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
         auto read = [&](std::string_view kind, const Tensor& dst) {
           STRATA_CHECK(!dst.device().is_cuda(), "checkpoint",
                        "loading into device memory is not implemented");
-          for (const ck::FlatPiece& p : pieces)
-            reader.read_range(kind, l.params[p.param]->name, p.begin, p.end,
-                              static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo), DType::f32);
+          for (const ck::FlatPiece& p : pieces) {
+            const nn::Parameter& prm = *l.params[p.param];
+            float* at = static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo);
+            // A tensor-parallel part reads its runs of the whole parameter.
+            to_global(prm, p.begin, p.end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+              reader.read_range(kind, prm.name, global, global + n, at + (local - p.begin), DType::f32);
+            });
+          }
         };
         read(ck::kParam, master_of(store_, s, vshard));
         if (pd != DType::f32) {

@@ -22,11 +22,6 @@ Grid make_grid(const config::Config& cfg, const Group& world) {
     user_fail("engine", "strata.tensor_parallel_size {} with strata.pipeline_parallel_size {}: "
               "tensor and pipeline parallelism together are not implemented yet; set one of them "
               "to 1", g.tp_size(), g.pp_size());
-  const auto& ck = cfg.strata.checkpoint;
-  if (g.tp_size() > 1 && (!ck.dir.empty() || (ck.resume != "auto" && ck.resume != "none")))
-    user_fail("engine", "strata.tensor_parallel_size {}: checkpoints of a tensor-parallel job are "
-              "not implemented yet; unset strata.checkpoint.dir and strata.checkpoint.resume or "
-              "set tensor_parallel_size to 1", g.tp_size());
   return g;
 }
 
@@ -44,6 +39,8 @@ void check_tensor_shard(const nn::Model& model, const Grid& grid) {
 // What checkpoints need to know of this rank's pipeline stage.
 CheckpointStage checkpoint_stage(const Grid& grid, nn::Model& model, const nn::ModelStage* stage) {
   CheckpointStage cs;
+  cs.tp = grid.tp_size();
+  cs.tp_index = grid.coords().tp;
   if (!stage) return cs;
   cs.pp = grid.pp_size();
   cs.index = stage->index();
