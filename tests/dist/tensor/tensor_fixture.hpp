@@ -1,6 +1,6 @@
-// Shared pieces of the tensor-parallel tests: a GPT whose heads split 4 ways, a replica built as
-// this rank's tensor-parallel part, and the whole model reassembled from the parts by each
-// parameter's placement (to compare with a tp = 1 run by global name).
+// Shared pieces of the tensor-parallel tests: a GPT whose heads split 4 ways, a job config with tp
+// parts (Replica builds the model as this rank's part), and the whole model reassembled from the
+// parts by each parameter's placement (to compare with a tp = 1 run by global name).
 #pragma once
 
 #include <map>
@@ -24,16 +24,6 @@ inline config::Config tp_config(const train::TrainerOptions& o, int micro, int a
   cfg.strata.tensor_parallel_size = tp;
   return cfg;
 }
-
-// A replica built as this rank's tensor-parallel part of `world` (parallel::tensor_shard).
-struct TpReplica {
-  nn::Gpt gpt;
-  std::unique_ptr<parallel::Training> training;
-  TpReplica(const nn::GptConfig& c, const config::Config& cfg, const parallel::Group& world)
-      : gpt(c, parallel::tensor_shard(cfg, world)),
-        training(std::make_unique<parallel::Training>(cfg, world, gpt)) {}
-  parallel::DataParallelEngine& engine() { return training->engine(); }
-};
 
 // Every parameter of the model by global name, on every rank: each tensor-parallel part writes
 // its slice at the global positions its placement gives (a replicated parameter: part 0 only),

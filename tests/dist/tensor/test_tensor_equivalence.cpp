@@ -49,7 +49,7 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
   for (int tp : tensor_sizes(w.size())) {
     const int dp = w.size() / tp;
     SCOPED_TRACE(fmt::format("tp {} x dp {}, ZeRO {}", tp, dp, k.zero));
-    TpReplica par(c, tp_config(o, b, m, k.zero, tp), w);
+    Replica par(c, tp_config(o, b, m, k.zero, tp), w);
     // tp = 1 over the dp ranks of this tp index (ZeRO 0), fed the same micro-batches.
     const int tp_index = w.rank() % tp;
     Replica ref(c, tp_config(o, b, m, 0, 1), w.split(tp_index, w.rank(), "tp1"));
@@ -61,7 +61,7 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
     BatchFeed ref_feed{dp, me.dp, b, c.block_size, c.vocab_size};
     double worst_loss = 0, worst_norm = 0;
     for (int s = 0; s < steps; ++s) {
-      const auto a = par.engine().train_step(std::ref(feed));
+      const auto a = par.engine.train_step(std::ref(feed));
       const auto r = ref.engine.train_step(std::ref(ref_feed));
       worst_loss = std::max(worst_loss, std::abs(a.loss - r.loss) / r.loss);
       worst_norm = std::max(worst_norm, std::abs(a.result.grad_norm - r.result.grad_norm) /
