@@ -47,19 +47,24 @@ struct Args {
   examples::StartOptions start;       // --init-from, --save-initial
 };
 
-// Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks.
-double evaluate(nn::Gpt& model, const data::TokenFile& file, int T, int micro,
-                std::int64_t iters, const parallel::Group& dp, nn::Context ctx) {
+// Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks;
+// forward only, through the engine (with pipeline stages each rank runs its stage's layers).
+double evaluate(parallel::DataParallelEngine& engine, const nn::Model& model,
+                const data::TokenFile& file, int T, int micro, std::int64_t iters,
+                const parallel::Group& dp) {
   data::EvalSampler ev(file, T, micro, dp.size(), dp.rank(),
                        static_cast<std::uint64_t>(iters * micro * dp.size()));
-  std::vector<std::int32_t> in(static_cast<std::size_t>(micro) * T), tgt(in.size());
+  nn::Batch batch(model.batch_fields(micro));
+  std::int32_t* in = batch["tokens"].data<std::int32_t>();
+  std::int32_t* tgt = batch["targets"].data<std::int32_t>();
   Tensor acc = Tensor::zeros({2}, DType::f64, TensorOptions{}.with(Category::comm));
   double* a = acc.data<double>();
   while (!ev.done()) {
-    const int rows = ev.next(in.data(), tgt.data());
-    for (std::size_t i = static_cast<std::size_t>(rows) * T; i < tgt.size(); ++i) tgt[i] = -1;
-    if (rows == 0) continue;
-    const double loss = model.forward(ctx, in.data(), tgt.data(), micro, T);
+    const int rows = ev.next(in, tgt);
+    for (std::int64_t i = static_cast<std::int64_t>(rows) * T; i < std::int64_t{micro} * T; ++i)
+      tgt[i] = -1;
+    if (rows == 0) continue;  // every rank of a pipeline has the same rows (same dp position)
+    const double loss = engine.eval_loss(batch);
     a[0] += loss * rows * T;
     a[1] += static_cast<double>(rows) * T;
   }
@@ -82,6 +87,7 @@ int run(const Args& a) {
   if (!a.checkpoint_dir.empty()) overrides.push_back("strata.checkpoint.dir=" + a.checkpoint_dir);
   if (!a.resume.empty()) overrides.push_back("strata.checkpoint.resume=" + a.resume);
   config::Config cfg = config::load_config(a.config, overrides);
+  train::compute_device(cfg);  // "cuda" without a usable GPU: an error before any work
   parallel::InitOptions init;
   init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
   parallel::World world(init);
@@ -172,15 +178,15 @@ int run(const Args& a) {
     r.world_size = world.group().size();
     // Peak device bytes of the step, max over ranks.
     r.peak_device = static_cast<std::uint64_t>(
-        engine.max_over_dp(static_cast<double>(ledger.peak(Tier::device))));
+        engine.max_over_ranks(static_cast<double>(ledger.peak(Tier::device))));
     tokens_since += static_cast<std::int64_t>(accum) * micro * T * grid.dp_size();
     const auto now = clock::now();
     r.elapsed_s = std::chrono::duration<double>(now - t0).count();
     r.eta_s = r.elapsed_s / static_cast<double>(step - start) * static_cast<double>(steps - step);
     const bool eval_now = valid_file && cfg.strata.eval.interval > 0 &&
                           (step % cfg.strata.eval.interval == 0 || step == steps);
-    if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp,
-                                   engine.eval_context());
+    if (eval_now)
+      r.val_loss = evaluate(engine, model, *valid_file, T, micro, cfg.strata.eval.iters, dp);
     const bool print = step == start + 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
     if (print || metrics.is_open())  // tokens since the last report (one step with metrics)
       r.tokens_per_s = static_cast<double>(tokens_since) /

@@ -53,10 +53,11 @@ std::string run_summary(const SummaryInputs& in) {
       "world      {} rank{} (dp {} x tp {} x pp {}) over {}, {} compute thread{} each\n",
       g.world().size(), g.world().size() == 1 ? "" : "s", g.dp_size(), g.tp_size(), g.pp_size(),
       g.world().transport(), in.threads, in.threads == 1 ? "" : "s");
-  s +=
-      fmt::format("model      GPT-2 {} layers, {} heads, d={}, T={}, vocab {}: {} parameters, {}\n",
-                  m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, in.store.total_numel(),
-                  train::precision_name(prec));
+  const std::int64_t held = in.store.total_numel();
+  s += fmt::format("model      GPT-2 {} layers, {} heads, d={}, T={}, vocab {}: {} parameters{}, {}\n",
+                   m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.num_parameters(),
+                   g.pp_size() > 1 ? fmt::format(" ({} in rank 0's pipeline stage)", held) : "",
+                   train::precision_name(prec));
   const std::int64_t T = m.block_size;
   s += fmt::format(
       "batch      {} micro x {} accumulation x {} dp = {} sequences ({} tokens) per "

@@ -158,7 +158,9 @@ constexpr KeySpec kSchema[] = {
     {"strata.device", K::string, "\"cpu\"", "\"cpu\" or \"cuda\" (each rank uses its local GPU)."},
     {"strata.tensor_parallel_size", K::integer, "1",
      "Ranks that split each layer (Megatron tensor parallelism)."},
-    {"strata.pipeline_parallel_size", K::integer, "1", "Pipeline stages."},
+    {"strata.pipeline_parallel_size", K::integer, "1",
+     "Pipeline stages: consecutive layers per rank, 1F1B over the gradient_accumulation_steps "
+     "micro-batches (docs/parallelism.md)."},
     {"strata.activation_checkpointing", K::boolean, "false",
      "Drop each block's saved activations and recompute them in backward."},
     {"strata.activation_dtype", K::string, "\"auto\"",

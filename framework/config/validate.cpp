@@ -129,6 +129,13 @@ void check_rules(const Config& c, Problems& p) {
               "strata.pipeline_parallel_size {} is more than strata.model.n_layer {}; every "
               "pipeline stage needs at least one block",
               st.pipeline_parallel_size, m.n_layer);
+  if (st.sample.tokens > 0 && st.pipeline_parallel_size > 1 &&
+      ok(p, {"strata.sample.tokens", "strata.pipeline_parallel_size"}))
+    p.mistake("strata.sample.tokens",
+              "strata.sample.tokens {} with strata.pipeline_parallel_size {}: sampling runs the "
+              "whole model on each rank, but a rank holds only its pipeline stage; set "
+              "strata.sample.tokens to 0",
+              st.sample.tokens, st.pipeline_parallel_size);
   if (st.sample.top_k > m.vocab_size && ok(p, {"strata.sample.top_k", "strata.model.vocab_size"}))
     p.mistake("strata.sample.top_k",
               "strata.sample.top_k {} is more than strata.model.vocab_size {}", st.sample.top_k,

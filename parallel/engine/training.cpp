@@ -79,6 +79,9 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
       ledger_(extras.ledger ? *extras.ledger : MemoryLedger::global()),
       grid_(make_grid(cfg_, world)) {
   check_tensor_shard(model, grid_);
+  // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.
+  const Device device = train::compute_device(cfg_);
+  STRATA_CHECK(device.is_cpu(), "engine", "device {} is not supported by the assembly yet", device.str());
   config::resolve_batch(cfg_, grid_.dp_size());
   const int stage = cfg_.zero_optimization.stage;
   offload::validate(cfg_, stage);  // clear errors before any allocation

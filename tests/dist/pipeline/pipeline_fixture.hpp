@@ -18,6 +18,15 @@ inline nn::GptConfig pipe_gpt() {
   return c;
 }
 
+// The pipeline sizes a world of `world` ranks can run (pp divides the world; pipe_gpt has 4
+// layers).
+inline std::vector<int> pipeline_sizes(int world) {
+  std::vector<int> out;
+  for (int pp : {2, 4})
+    if (world % pp == 0) out.push_back(pp);
+  return out;
+}
+
 // job_config (zero_fixture.hpp) with `pp` pipeline stages.
 inline config::Config pipe_config(const train::TrainerOptions& o, int micro, int accum, int zero,
                                   int pp, DType dt = DType::f32, bool checkpointing = true) {

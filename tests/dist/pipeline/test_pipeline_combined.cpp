@@ -16,13 +16,6 @@ using namespace strata::test;
 
 namespace {
 
-std::vector<int> pipeline_sizes(int world) {
-  std::vector<int> out;
-  for (int pp : {2, 4})
-    if (world % pp == 0) out.push_back(pp);
-  return out;
-}
-
 struct MixedCase {
   DType dtype;
   int zero;

@@ -15,14 +15,6 @@ using namespace strata::test;
 
 namespace {
 
-// The pipeline sizes this world can run (pp divides the world; the model has 4 layers).
-std::vector<int> pipeline_sizes(int world) {
-  std::vector<int> out;
-  for (int pp : {2, 4})
-    if (world % pp == 0) out.push_back(pp);
-  return out;
-}
-
 // The first stage's copy of the tied embedding equals the last stage's, bitwise, on every rank
 // of the first and last stage.
 void expect_tied_copies_equal(parallel::Training& t, const std::vector<float>& wte) {

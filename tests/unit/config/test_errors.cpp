@@ -168,6 +168,10 @@ const BadConfig kBad[] = {
     {"MoreStagesThanLayers",
      "{" MICRO R"(, "strata": {"pipeline_parallel_size": 4, "model": {"n_layer": 2}}})",
      {"strata.pipeline_parallel_size 4 is more than strata.model.n_layer 2"}},
+    {"SamplingWithPipelineStages",
+     "{" MICRO R"(, "strata": {"pipeline_parallel_size": 2, "sample": {"tokens": 8}}})",
+     {"strata.sample.tokens 8 with strata.pipeline_parallel_size 2: sampling runs the whole model "
+      "on each rank, but a rank holds only its pipeline stage; set strata.sample.tokens to 0"}},
     {"UnsupportedOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3}}})",
      {"optimizer.type=\"Lamb\" asks for the LAMB optimizer, a DeepSpeed feature Strata does not "

@@ -1,0 +1,180 @@
+// Pipeline parallelism against data parallelism on the same ranks: for each number of
+// micro-batches m, a pp = N job (one stage per rank, 1F1B over m micro-batches) and a dp = N job
+// (every rank the whole model, m / N micro-batches each: the same global batch) train replicas of
+// the same GPT, alive at once, rounds alternating between them so that load from other processes
+// hits both alike. Per m it reports the median step time (slowest rank) of each and their ratio,
+// and the pipeline's bubble: the share of a stage's step spent waiting for its neighbours (the
+// executor's pipeline wait over forward + backward + that wait, mean over stages) against 1F1B's
+// (pp − 1) / (m + pp − 1) for stages of equal cost.
+//
+//   mpirun -np 2 build/release/bench/model_parallel/bench_pipeline [--layers 4 --embd 256 --micro 4]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "framework/backend/cpu/kernels.hpp"
+#include "framework/core/rng.hpp"
+#include "framework/memory/ledger.hpp"
+#include "framework/nn/gpt.hpp"
+#include "framework/nn/gpt_stage.hpp"
+#include "parallel/comm/init.hpp"
+#include "parallel/engine/training.hpp"
+
+using namespace strata;
+using namespace strata::parallel;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The avx512 flags of this CPU ("" when none), printed with the figures.
+std::string avx512_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line);
+      std::set<std::string> found;
+      for (std::string w; words >> w;)
+        if (w.rfind("avx512", 0) == 0) found.insert(w);
+      std::string out;
+      for (const auto& w : found) out += (out.empty() ? "" : " ") + w;
+      return out;
+    }
+  return "";
+}
+
+double middle(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// One job (pp stages or dp replicas) with its own ledger and model.
+struct Job {
+  MemoryLedger ledger;
+  nn::Gpt gpt;
+  std::unique_ptr<Training> training;
+  std::vector<double> step_s;
+  double busy_s = 0, wait_s = 0;  // this rank's compute and pipeline wait over the timed steps
+
+  Job(const nn::GptConfig& c, const Group& world, config::Config cfg, int pp, int accum) : gpt(c) {
+    cfg.strata.pipeline_parallel_size = pp;
+    cfg.gradient_accumulation_steps = accum;
+    training = std::make_unique<Training>(cfg, world, gpt, TrainingExtras::on(&ledger));
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Pipeline parallelism vs data parallelism on the same ranks: step time, bubble"};
+  nn::GptConfig gc;
+  gc.n_layer = 4;
+  gc.n_embd = 256;
+  gc.n_head = 4;
+  gc.block_size = 64;
+  gc.vocab_size = 256;
+  int micro = 4, steps = 3, warmup = 1, rounds = 3, threads = 1;
+  std::vector<int> ms{2, 4, 8, 16};
+  app.add_option("--layers", gc.n_layer, "transformer blocks");
+  app.add_option("--embd", gc.n_embd, "model width");
+  app.add_option("--heads", gc.n_head, "attention heads");
+  app.add_option("--seq", gc.block_size, "sequence length");
+  app.add_option("--vocab", gc.vocab_size, "vocabulary");
+  app.add_option("--micro", micro, "micro-batch (sequences)");
+  app.add_option("--m", ms, "micro-batches per step of the pipeline (multiples of the ranks)")
+      ->delimiter(',');
+  app.add_option("--steps", steps, "timed steps per job per round");
+  app.add_option("--warmup", warmup, "untimed steps per job before the first round");
+  app.add_option("--rounds", rounds, "rounds (each runs every job in turn)");
+  app.add_option("--threads", threads, "kernel threads per rank");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    World world;
+    const Group& w = world.group();
+    const int N = w.size(), rank = w.rank();
+    const bool lead = rank == 0;
+    if (N < 2) user_fail("bench", "run under mpirun with 2 or more ranks");
+    for (int m : ms)
+      if (m % N != 0) user_fail("bench", "--m {} is not a multiple of the {} ranks", m, N);
+    cpu::set_num_threads(threads);
+    config::Config cfg;
+    cfg.train_micro_batch_size_per_gpu = micro;
+    cfg.optimizer.betas = {0.9, 0.95};
+    cfg.optimizer.weight_decay = 0.1;
+    // For each m: the pipeline job (index 2i) and the data-parallel one (2i + 1).
+    std::vector<std::unique_ptr<Job>> jobs;
+    for (int m : ms) {
+      jobs.push_back(std::make_unique<Job>(gc, w, cfg, N, m));
+      jobs.push_back(std::make_unique<Job>(gc, w, cfg, 1, m / N));
+    }
+    Philox rng(7 + static_cast<std::uint64_t>(rank));
+    auto next_batch = [&](nn::Batch& b) {
+      std::int32_t* in = b["tokens"].data<std::int32_t>();
+      std::int32_t* tgt = b["targets"].data<std::int32_t>();
+      for (std::int64_t i = 0; i < b["tokens"].numel(); ++i) {
+        in[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
+        tgt[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
+      }
+    };
+    const std::vector<int> cut = nn::gpt_stage_blocks(gc, N);
+    if (lead) {
+      std::string blocks;
+      for (int s = 0; s < N; ++s) blocks += fmt::format("{}{}", s ? "," : "", cut[s + 1] - cut[s]);
+      std::printf("pipeline benchmark: %d ranks over %s, %d kernel thread(s) per rank, avx512: %s\n"
+                  "GPT L=%d d=%d heads=%d T=%d vocab=%d, micro-batch %d, fp32 AdamW; blocks per "
+                  "stage %s; global batch m x %d sequences for both jobs\n",
+                  N, std::string(w.transport()).c_str(), cpu::num_threads(),
+                  avx512_flags().empty() ? "none" : avx512_flags().c_str(), gc.n_layer, gc.n_embd,
+                  gc.n_head, gc.block_size, gc.vocab_size, micro, blocks.c_str(), micro);
+      std::fflush(stdout);
+    }
+    for (auto& j : jobs)
+      for (int s = 0; s < warmup; ++s) j->training->engine().train_step(next_batch);
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        Job& j = *jobs[round % 2 == 0 ? i : jobs.size() - 1 - i];
+        for (int s = 0; s < steps; ++s) {
+          w.barrier().wait();
+          const auto t0 = Clock::now();
+          const EngineStep e = j.training->engine().train_step(next_batch);
+          double t = std::chrono::duration<double>(Clock::now() - t0).count();
+          t = w.all_reduce_value(t, ReduceOp::max);
+          j.step_s.push_back(t);
+          j.busy_s += e.times.forward + e.times.backward;
+          j.wait_s += e.times.pipeline_wait;
+        }
+      }
+    if (lead)
+      std::printf("%4s %14s %14s %12s %14s %14s\n", "m", "pp step ms", "dp step ms", "pp / dp",
+                  "bubble meas.", "(p-1)/(m+p-1)");
+    std::ostringstream js;
+    js << "{\"bench\": \"pipeline\", \"ranks\": " << N << ", \"rows\": [";
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      Job& pp = *jobs[2 * i];
+      Job& dp = *jobs[2 * i + 1];
+      const double tp = middle(pp.step_s), td = middle(dp.step_s);
+      const double bubble = w.all_reduce_value(pp.wait_s / (pp.busy_s + pp.wait_s), ReduceOp::avg);
+      const double theory = static_cast<double>(N - 1) / (ms[i] + N - 1);
+      if (lead)
+        std::printf("%4d %14.1f %14.1f %11.2fx %14.3f %14.3f\n", ms[i], tp * 1e3, td * 1e3, tp / td,
+                    bubble, theory);
+      js << (i ? ", " : "") << "{\"m\": " << ms[i] << ", \"pp_step_ms\": " << tp * 1e3
+         << ", \"dp_step_ms\": " << td * 1e3 << ", \"pp_over_dp\": " << tp / td
+         << ", \"bubble\": " << bubble << ", \"bubble_theory\": " << theory << "}";
+    }
+    js << "]}";
+    if (lead) std::printf("%s\n", js.str().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_pipeline: %s\n", e.what());
+    return 1;
+  }
+}
