@@ -117,12 +117,6 @@ void check_rules(const Config& c, Problems& p) {
               m.vocab_size, st.tensor_parallel_size,
               (m.vocab_size + st.tensor_parallel_size - 1) / st.tensor_parallel_size *
                   st.tensor_parallel_size);
-  if (st.tensor_parallel_size > 1 && st.pipeline_parallel_size > 1 &&
-      ok(p, {"strata.tensor_parallel_size", "strata.pipeline_parallel_size"}))
-    p.mistake("strata.tensor_parallel_size",
-              "strata.tensor_parallel_size {} with strata.pipeline_parallel_size {}: tensor and "
-              "pipeline parallelism together are not implemented yet; set one of them to 1",
-              st.tensor_parallel_size, st.pipeline_parallel_size);
   if (st.tensor_parallel_size > 1 && st.sample.tokens > 0 &&
       ok(p, {"strata.sample.tokens", "strata.tensor_parallel_size"}))
     p.mistake("strata.sample.tokens",

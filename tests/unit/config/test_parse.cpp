@@ -169,7 +169,7 @@ TEST(ConfigParse, ToJsonParsesBackToTheSameConfig) {
                "activation_checkpointing": true, "memory": {"device_limit": "8GiB"},
                "model": {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64, "vocab_size": 256},
                "data": {"train": "a.bin", "valid": "b.bin", "shuffle": false},
-               "eval": {"interval": 10, "iters": 5}, "sample": {"tokens": 100, "temperature": 0.8, "top_k": 40},
+               "eval": {"interval": 10, "iters": 5}, "sample": {"tokens": 0, "temperature": 0.8, "top_k": 40},
                "checkpoint": {"dir": "ckpt", "interval": 100, "save_total_limit": 3, "keep_every": 1000,
                               "async": true, "resume": "none"},
                "comm": {"timeout_s": 60}}
