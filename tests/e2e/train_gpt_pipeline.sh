@@ -6,19 +6,8 @@
 # usage: train_gpt_pipeline.sh STRATA TRAIN_GPT MPIEXEC
 set -u
 strata="$1" train_gpt="$2" mpiexec="$3"
-work=$(mktemp -d /tmp/strata_e2e_pipeline_XXXXXX)
-trap 'rm -rf "$work"' EXIT
-die() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*/log; do [[ -f $f ]] && { echo "--- $f"; tail -n 30 "$f"; }; done >&2
-  exit 1
-}
-
-for i in $(seq 1 600); do
-  echo "line $i: the quick brown fox jumps over the lazy dog $((i * 7 % 13)) times"
-done >"$work/corpus.txt"
-"$strata" data prepare --input "$work/corpus.txt" --output "$work/tiny" >/dev/null ||
-  die "strata data prepare failed"
+source "$(dirname "$0")/tiny_job.sh"
+tiny_job pipeline "$strata"
 cat >"$work/config.json" <<EOF
 {
   "train_micro_batch_size_per_gpu": 4,

@@ -11,19 +11,8 @@ set -u
 mode="$1" strata="$2" train_gpt="$3"
 shift 3
 launcher=("$@")
-work=$(mktemp -d /tmp/strata_e2e_resume_XXXXXX)
-trap 'rm -rf "$work"' EXIT
-die() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*/log; do [[ -f $f ]] && { echo "--- $f"; tail -n 30 "$f"; }; done >&2
-  exit 1
-}
-
-for i in $(seq 1 600); do
-  echo "line $i: the quick brown fox jumps over the lazy dog $((i * 7 % 13)) times"
-done >"$work/corpus.txt"
-"$strata" data prepare --input "$work/corpus.txt" --output "$work/tiny" >/dev/null ||
-  die "strata data prepare failed"
+source "$(dirname "$0")/tiny_job.sh"
+tiny_job resume "$strata"
 
 steps=6
 [[ $mode == sigterm ]] && steps=1000000
