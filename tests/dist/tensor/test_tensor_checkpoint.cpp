@@ -8,7 +8,7 @@
 
 #include "framework/checkpoint/naming.hpp"
 #include "framework/checkpoint/reader.hpp"
-#include "tests/dist/engine/test_resume_fixture.hpp"
+#include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/tensor/tensor_fixture.hpp"
 
 using namespace strata;
@@ -74,42 +74,11 @@ TEST(TensorResume, SixStepsEqualThreeSaveLoadThree) {
 // Saved with one tensor layout, loaded with another.
 TEST(TensorReshard, CheckpointsMoveBetweenTensorLayouts) {
   const SingleThreaded one_thread;
-  const auto& w = world();
-  SharedTempDir tmp(w, "tp_reshard");
-  const std::string tokens = write_tokens(w, tmp.sub("train.tok"), tp_gpt().vocab_size, 1601);
   std::vector<int> layouts{1, 2};
-  if (w.size() % 4 == 0) layouts.push_back(4);
-  const int global_rows = 2 * w.size();
-  for (int from : layouts)
-    for (int to : layouts) {
-      if (from == to) continue;
-      SCOPED_TRACE(fmt::format("tp {} -> tp {}", from, to));
-      const std::string root = tmp.sub(fmt::format("ck_{}_{}", from, to));
-      JobSpec save_spec = tp_spec(tokens, from, 2);
-      save_spec.micro = global_rows / (w.size() / from);
-      save_spec.ckpt.root = root;
-      std::map<std::string, std::vector<float>> master, m, v;
-      double next_loss = 0;
-      {
-        Job a(w, save_spec);
-        for (int s = 0; s < 3; ++s) a.train_step();
-        a.save();
-        master = assemble_tp(*a.r->training, 0);
-        m = assemble_tp(*a.r->training, 1);
-        v = assemble_tp(*a.r->training, 2);
-        next_loss = a.train_step();
-      }
-      JobSpec load_spec = tp_spec(tokens, to, 1);
-      load_spec.micro = global_rows / (w.size() / to);
-      Job b(w, load_spec);
-      b.scramble();
-      b.apply(b.ck->load(checkpoint::join_path(root, checkpoint::step_dir_name(3))));
-      EXPECT_TRUE(assemble_tp(*b.r->training, 0) == master) << "masters differ";
-      EXPECT_TRUE(assemble_tp(*b.r->training, 1) == m) << "first moments differ";
-      EXPECT_TRUE(assemble_tp(*b.r->training, 2) == v) << "second moments differ";
-      const double loss = b.train_step();
-      EXPECT_LT(std::abs(loss - next_loss) / next_loss, 1e-6) << loss << " vs " << next_loss;
-    }
+  if (world().size() % 4 == 0) layouts.push_back(4);
+  expect_checkpoints_move(
+      layouts, "tp_reshard", [](int tp, int zero) { return tp_spec("", tp, zero); },
+      [](parallel::Training& t, int which) { return assemble_tp(t, which); }, tp_gpt().vocab_size);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/dist/comm/dist_env.hpp"
-#include "tests/dist/engine/test_resume_fixture.hpp"
+#include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/tensor/tensor_fixture.hpp"
 
 using namespace strata;
@@ -59,16 +59,7 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
     const auto me = par.training->grid().coords();
     BatchFeed feed{dp, me.dp, b, c.block_size, c.vocab_size};
     BatchFeed ref_feed{dp, me.dp, b, c.block_size, c.vocab_size};
-    double worst_loss = 0, worst_norm = 0;
-    for (int s = 0; s < steps; ++s) {
-      const auto a = par.engine.train_step(std::ref(feed));
-      const auto r = ref.engine.train_step(std::ref(ref_feed));
-      worst_loss = std::max(worst_loss, std::abs(a.loss - r.loss) / r.loss);
-      worst_norm = std::max(worst_norm, std::abs(a.result.grad_norm - r.result.grad_norm) /
-                                            r.result.grad_norm);
-      EXPECT_NEAR(a.loss, r.loss, 1e-6 * r.loss) << "step " << s;
-      EXPECT_NEAR(a.result.grad_norm, r.result.grad_norm, 1e-6 * r.result.grad_norm) << "step " << s;
-    }
+    const StepAgreement agree = step_side_by_side(par.engine, feed, ref.engine, ref_feed, steps);
     const WeightComparison cmp = compare_weights(assemble_tp(*par.training), by_name(*ref.training),
                                                  c.n_embd);
     const auto worst = w.all_reduce_values(std::array<double, 2>{cmp.worst_rel_l2, cmp.key_bias_abs},
@@ -77,7 +68,7 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
       std::printf("tp=%d dp=%d ZeRO %d %s: worst loss rel %.2e, grad norm rel %.2e, weights worst "
                   "rel L2 of a parameter %.2e (key biases: max abs diff %.1e)\n",
                   tp, dp, k.zero, k.kind == train::OptimizerKind::adamw ? "AdamW" : "SGD",
-                  worst_loss, worst_norm, worst[0], worst[1]);
+                  agree.worst_loss, agree.worst_norm, worst[0], worst[1]);
     // Losses and norms: fp32 noise (each row-parallel output and each input gradient is a sum of
     // tp partial matmuls, the cross-entropy's sums are reduced over the vocabulary slices). Weights
     // after the steps: within 1e-5 relative L2 per parameter, the key biases (zero gradient in
