@@ -13,6 +13,7 @@
 #include "tests/dist/comm/dist_env.hpp"
 #include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/tensor/tensor_fixture.hpp"
+#include "tests/support/expect_user_error.hpp"
 
 using namespace strata;
 using namespace strata::test;
@@ -98,25 +99,15 @@ namespace {
 TEST(TensorErrors, AssemblyRefusesWhatItCannotRun) {
   const auto& w = world();
   train::TrainerOptions o;
-  auto refused = [](const std::function<void()>& f, const std::string& fragment) {
-    try {
-      f();
-      ADD_FAILURE() << "no error";
-    } catch (const UserError& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find(fragment), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
-  };
   // A model built whole on a tp = 2 job.
-  refused([&] {
+  expect_user_error([&] {
     nn::Gpt whole(tp_gpt());
     parallel::Training t(tp_config(o, 2, 1, 0, 2), w, whole);
   }, "the model was built as tensor-parallel part 0 of 1 but this rank is part");
   if (w.size() % 4 == 0) {
     config::Config cfg = tp_config(o, 2, 1, 0, 2);
     cfg.strata.pipeline_parallel_size = 2;
-    refused([&] { Replica r(tp_gpt(), cfg, w); },
+    expect_user_error([&] { Replica r(tp_gpt(), cfg, w); },
             "tensor and pipeline parallelism together are not implemented yet");
   }
 }

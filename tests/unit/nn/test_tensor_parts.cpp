@@ -4,28 +4,16 @@
 // whole embedding bitwise; shapes tp cannot split are one-line errors.
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <string>
 
 #include "framework/backend/ops/ops.hpp"
 #include "framework/nn/gpt.hpp"
 #include "framework/nn/param_store.hpp"
+#include "tests/support/expect_user_error.hpp"
 
 using namespace strata;
+using strata::test::expect_user_error;
 
 namespace {
-
-// A one-line UserError containing `fragment`.
-void expect_user_error(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no error";
-  } catch (const UserError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(fragment), std::string::npos) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  }
-}
 
 // Element e of a part in the whole parameter, element by element (independent of
 // Placement::for_each_run): rows split (dim 0) in `stride` blocks, or columns split (dim 1).
