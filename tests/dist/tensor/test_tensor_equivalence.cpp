@@ -113,3 +113,40 @@ TEST(TensorErrors, AssemblyRefusesWhatItCannotRun) {
 }
 
 }  // namespace
+
+namespace {
+
+// Mixed precision under tp: bf16 and fp16 parameters and gradients (f32 activations), against
+// tp = 1 at the same dp. The 16-bit gradients of a part are rounded from sums of other partial
+// products than tp = 1's: losses within 1e-5 relative (measured <= 7.4e-7 with bf16, 5.1e-8 with
+// fp16), and the same loss scale and skipped steps (the fp16 overflow check spans the parts).
+TEST(TensorMixedPrecision, SixteenBitMatchesOneRankTensorLayout) {
+  const SingleThreaded one_thread;
+  const auto& w = world();
+  const auto c = tp_gpt();
+  const int b = 2, m = 2, steps = 4, tp = 2, dp = w.size() / tp;
+  train::TrainerOptions o;
+  o.adamw.lr = 3e-3;
+  o.adamw.eps = 1e-6;
+  o.max_grad_norm = 0.5;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    Replica par(c, tp_config(o, b, m, 1, tp, dt), w);
+    Replica ref(c, tp_config(o, b, m, 0, 1, dt), w.split(w.rank() % tp, w.rank(), "tp1"));
+    const auto me = par.training->grid().coords();
+    BatchFeed feed{dp, me.dp, b, c.block_size, c.vocab_size};
+    BatchFeed ref_feed{dp, me.dp, b, c.block_size, c.vocab_size};
+    double worst = 0;
+    for (int s = 0; s < steps; ++s) {
+      const auto a = par.engine.train_step(std::ref(feed));
+      const auto r = ref.engine.train_step(std::ref(ref_feed));
+      worst = std::max(worst, std::abs(a.loss - r.loss) / r.loss);
+      EXPECT_NEAR(a.loss, r.loss, 1e-5 * r.loss) << "step " << s;
+      EXPECT_EQ(a.result.loss_scale, r.result.loss_scale) << "step " << s;
+      EXPECT_EQ(a.result.applied, r.result.applied) << "step " << s;
+    }
+    if (w.rank() == 0) std::printf("tp=2 dp=%d %s: worst loss rel %.2e\n", dp, std::string(dtype_name(dt)).c_str(), worst);
+  }
+}
+
+}  // namespace
