@@ -127,7 +127,7 @@ int run(const Args& a) {
               train_file.path(), train_file.vocab_size(), gc.vocab_size);
   std::optional<data::TokenFile> valid_file;
   if (!cfg.strata.data.valid.empty()) valid_file.emplace(cfg.strata.data.valid);
-  nn::Gpt model(gc);
+  nn::Gpt model(gc, parallel::tensor_shard(cfg, world.group()));  // this rank's tp part
   // The job as every Strata program builds it: grid, ZeRO-sharded parameters (offloaded as
   // configured), trainer, engine, checkpoints.
   parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras::on(&ledger));

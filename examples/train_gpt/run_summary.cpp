@@ -56,7 +56,9 @@ std::string run_summary(const SummaryInputs& in) {
   const std::int64_t held = store.total_numel();
   s += fmt::format("model      GPT-2 {} layers, {} heads, d={}, T={}, vocab {}: {} parameters{}, {}\n",
                    m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size, m.num_parameters(),
-                   g.pp_size() > 1 ? fmt::format(" ({} in rank 0's pipeline stage)", held) : "",
+                   g.pp_size() > 1   ? fmt::format(" ({} in rank 0's pipeline stage)", held)
+                   : g.tp_size() > 1 ? fmt::format(" ({} in rank 0's tensor-parallel part)", held)
+                                     : "",
                    train::precision_name(prec));
   const std::int64_t T = m.block_size;
   s += fmt::format(

@@ -177,7 +177,7 @@ constexpr KeySpec kSchema[] = {
     {"strata.train_steps", K::integer, "1000", "Optimizer steps to train."},
     {"strata.device", K::string, "\"cpu\"", "\"cpu\" or \"cuda\" (each rank uses its local GPU)."},
     {"strata.tensor_parallel_size", K::integer, "1",
-     "Ranks that split each layer (Megatron tensor parallelism)."},
+     "Ranks that split each layer (Megatron tensor parallelism: heads, MLP and vocabulary; divides n_head and vocab_size; docs/parallelism.md)."},
     {"strata.pipeline_parallel_size", K::integer, "1",
      "Pipeline stages: consecutive layers per rank, 1F1B over the gradient_accumulation_steps "
      "micro-batches (docs/parallelism.md)."},

@@ -116,6 +116,20 @@ void check_rules(const Config& c, Problems& p) {
               "strata.model.n_head {} is not divisible by strata.tensor_parallel_size {}; tensor "
               "parallelism splits the heads",
               m.n_head, st.tensor_parallel_size);
+  if (m.vocab_size % st.tensor_parallel_size != 0 &&
+      ok(p, {"strata.model.vocab_size", "strata.tensor_parallel_size"}))
+    p.mistake("strata.tensor_parallel_size",
+              "strata.model.vocab_size {} is not divisible by strata.tensor_parallel_size {}; tensor "
+              "parallelism splits the vocabulary (pad vocab_size to {})",
+              m.vocab_size, st.tensor_parallel_size,
+              (m.vocab_size + st.tensor_parallel_size - 1) / st.tensor_parallel_size *
+                  st.tensor_parallel_size);
+  if (st.tensor_parallel_size > 1 && st.sample.tokens > 0 &&
+      ok(p, {"strata.sample.tokens", "strata.tensor_parallel_size"}))
+    p.mistake("strata.sample.tokens",
+              "strata.sample.tokens {} with strata.tensor_parallel_size {}: sampling from a "
+              "tensor-parallel model is not implemented; set strata.sample.tokens to 0",
+              st.sample.tokens, st.tensor_parallel_size);
   if (m.n_layer < st.pipeline_parallel_size &&
       ok(p, {"strata.model.n_layer", "strata.pipeline_parallel_size"}))
     p.mistake("strata.pipeline_parallel_size",

@@ -5,14 +5,17 @@
 namespace strata::nn {
 
 CausalSelfAttention::CausalSelfAttention(std::string prefix, int n_embd, int n_head,
-                                         float init_std, float proj_std)
+                                         float init_std, float proj_std, TpShard tp)
     : Module(std::move(prefix)),
-      c_attn(child_name("c_attn"), n_embd, 3 * n_embd, true, init_std),
-      c_proj(child_name("c_proj"), n_embd, n_embd, true, proj_std),
-      C_(n_embd),
-      NH_(n_head) {
+      c_attn(child_name("c_attn"), n_embd, 3 * n_embd, true, init_std, TpSplit::column, tp, 3),
+      c_proj(child_name("c_proj"), n_embd, n_embd, true, proj_std, TpSplit::row, tp),
+      C_(n_embd / tp.size),
+      NH_(n_head / tp.size) {
   STRATA_CHECK(n_head > 0 && n_embd % n_head == 0, "nn", "n_embd {} is not divisible by n_head {}",
                n_embd, n_head);
+  if (n_head % tp.size != 0)
+    user_fail("nn", "n_head {} does not split over tensor_parallel_size {}: the heads are divided "
+              "among the ranks, choose a size that divides n_head", n_head, tp.size);
   add_child(c_attn);
   add_child(c_proj);
 }

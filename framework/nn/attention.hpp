@@ -1,6 +1,7 @@
 // Causal multi-head self-attention as in GPT-2: fused qkv projection `c_attn`, output
 // projection `c_proj`. Saves qkv, the attention output and the softmax log-sum-exp per row
-// (not the T×T probabilities: backward recomputes them).
+// (not the T×T probabilities: backward recomputes them). Over tp ranks the heads are split: c_attn
+// column-parallel (q, k and v of this rank's heads), c_proj row-parallel.
 #pragma once
 
 #include "framework/nn/linear.hpp"
@@ -9,7 +10,8 @@ namespace strata::nn {
 
 class CausalSelfAttention : public Module {
  public:
-  CausalSelfAttention(std::string prefix, int n_embd, int n_head, float init_std, float proj_std);
+  CausalSelfAttention(std::string prefix, int n_embd, int n_head, float init_std, float proj_std,
+                      TpShard tp = {});
   // x: [B*T, C] → [B*T, C]
   Tensor forward(Context& ctx, const Tensor& x, int B, int T);
   Tensor backward(Context& ctx, const Tensor& dy);
@@ -17,7 +19,7 @@ class CausalSelfAttention : public Module {
   Linear c_attn, c_proj;
 
  private:
-  int C_, NH_;
+  int C_, NH_;  // this rank's width (its heads') and heads
 };
 
 }  // namespace strata::nn

@@ -11,7 +11,8 @@ namespace strata::nn {
 
 class Block : public Module {
  public:
-  Block(std::string prefix, int n_embd, int n_head, float init_std, float proj_std);
+  // tp: this rank's part of the attention heads and MLP columns (LayerNorms are replicated).
+  Block(std::string prefix, int n_embd, int n_head, float init_std, float proj_std, TpShard tp = {});
   Tensor forward(Context& ctx, const Tensor& x, int B, int T);
   Tensor backward(Context& ctx, const Tensor& dy);
   void set_checkpointing(bool on) { checkpoint_ = on; }

@@ -7,6 +7,7 @@
 
 #include "framework/core/tensor.hpp"
 #include "framework/nn/saved.hpp"
+#include "framework/nn/tensor_parallel.hpp"
 
 namespace strata::nn {
 
@@ -28,6 +29,7 @@ struct Context {
   // mixed precision (kernels accumulate in f32 either way).
   DType act_dtype = DType::f32;
   UnitHooks* hooks = nullptr;
+  TpComm* tp = nullptr;  // the tensor-parallel group of a split model (null: tp = 1)
   bool grad_enabled = true;  // false: evaluation, nothing is saved for backward
   // Where forward keeps what backward needs (one micro-batch's; copies of a Context share it).
   std::shared_ptr<SavedState> saved = std::make_shared<SavedState>();

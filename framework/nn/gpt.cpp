@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/nn/vocab_parallel.hpp"
 
 namespace strata::nn {
 
@@ -28,18 +29,28 @@ std::int64_t GptConfig::num_parameters() const {
          L * per_block + 2 * C;
 }
 
-Gpt::Gpt(const GptConfig& cfg) : Model(""), cfg_(cfg), ln_f_("transformer.ln_f", cfg.n_embd) {
+Gpt::Gpt(const GptConfig& cfg, TpShard tp)
+    : Model(""), cfg_(cfg), tp_(tp), ln_f_("transformer.ln_f", cfg.n_embd) {
   STRATA_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_embd > 0 &&
                    cfg.n_head > 0,
                "nn", "invalid GPT shape (vocab {}, block {}, layers {}, embd {}, heads {})",
                cfg.vocab_size, cfg.block_size, cfg.n_layer, cfg.n_embd, cfg.n_head);
+  STRATA_CHECK(tp.size >= 1 && tp.index >= 0 && tp.index < tp.size, "nn",
+               "tensor-parallel part {} of {}", tp.index, tp.size);
+  if (cfg.vocab_size % tp.size != 0)
+    user_fail("nn", "vocab_size {} does not split over tensor_parallel_size {}: pad the vocabulary "
+              "to a multiple of it (e.g. {})", cfg.vocab_size, tp.size,
+              (cfg.vocab_size + tp.size - 1) / tp.size * tp.size);
   const float std = 0.02f;
   const float proj_std = 0.02f / std::sqrt(2.0f * static_cast<float>(cfg.n_layer));
-  wte_ = &declare("transformer.wte.weight", Shape{cfg.vocab_size, cfg.n_embd}, Init::normal(std), true);
+  const int v_part = cfg.vocab_size / tp.size;
+  vocab_start_ = static_cast<std::int64_t>(tp.index) * v_part;
+  wte_ = &declare("transformer.wte.weight", Shape{v_part, cfg.n_embd}, Init::normal(std), true);
+  if (tp.size > 1) wte_->placement = {0, tp.size, tp.index, 1};
   wpe_ = &declare("transformer.wpe.weight", Shape{cfg.block_size, cfg.n_embd}, Init::normal(std), true);
   for (int l = 0; l < cfg.n_layer; ++l) {
     blocks_.push_back(std::make_unique<Block>("transformer.h." + std::to_string(l), cfg.n_embd,
-                                              cfg.n_head, std, proj_std));
+                                              cfg.n_head, std, proj_std, tp));
     add_child(*blocks_.back());
   }
   add_child(ln_f_);
@@ -86,7 +97,15 @@ Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
                  cfg_.vocab_size);
   ctx.before_forward(0);
   Tensor x = ctx.act(Shape{N, cfg_.n_embd});
-  ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x);
+  if (tp_.size == 1) {
+    ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x);
+  } else {
+    // Each part looks up the tokens of its vocabulary slice (0 for the others), part 0 adds the
+    // positions, and the sum over the parts is the whole embedding (exactly: one term is nonzero).
+    ops::embedding_forward(tokens, value_of(*wte_), tp_.index == 0 ? value_of(*wpe_) : Tensor(), x,
+                           vocab_start_);
+    tp_all_reduce(ctx, tp_.size, x, "the vocabulary-parallel embedding");
+  }
   ctx.after_forward(0);
   const int B = static_cast<int>(tokens.dim(0));
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
@@ -118,11 +137,13 @@ double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
   const std::int64_t N = tokens.numel();
   const Tensor tgt = targets.view(Shape{N});
   ctx.before_forward(0);  // the head uses the tied token embedding
-  Tensor logits = ctx.act(Shape{N, cfg_.vocab_size});
+  Tensor logits = ctx.act(Shape{N, value_of(*wte_).dim(0)});  // this part's vocabulary slice
   ops::matmul(xf, value_of(*wte_), logits, false, true);
   ctx.after_forward(0);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum = ops::cross_entropy_forward(logits, tgt, lse);
+  const double sum = tp_.size == 1
+                         ? ops::cross_entropy_forward(logits, tgt, lse)
+                         : vocab_parallel_cross_entropy(ctx, tp_.size, logits, tgt, vocab_start_, lse);
   std::int64_t valid = 0;
   const std::int32_t* t = tgt.data<std::int32_t>();
   for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
@@ -142,11 +163,15 @@ void Gpt::backward(Context& ctx, float scale) {
   const int last = cfg_.n_layer + 1;
   const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
   // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
-  ops::cross_entropy_backward(logits, lse, targets, logits, sc);
+  if (tp_.size == 1)
+    ops::cross_entropy_backward(logits, lse, targets, logits, sc);
+  else
+    ops::cross_entropy_backward_slice(logits, lse, targets, vocab_start_, sc, logits);
   Tensor dx = ctx.act(Shape{N, cfg_.n_embd});
   ctx.before_backward(0);
   ops::matmul(logits, value_of(*wte_), dx, false, false);
   ops::matmul(logits, xf, grad_of(*wte_), true, false, 1.0f, 1.0f);
+  tp_all_reduce(ctx, tp_.size, dx, "the LM head");  // f: xf's gradient from every slice
   logits = lse = xf = {};
   ctx.before_backward(last);
   dx = ln_f_.backward(ctx, dx);
@@ -156,11 +181,14 @@ void Gpt::backward(Context& ctx, float scale) {
     dx = blocks_[l]->backward(ctx, dx);
     ctx.after_backward(static_cast<int>(l) + 1);
   }
-  ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_));
+  ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_), tp_.size == 1 ? -1 : vocab_start_);
   ctx.after_backward(0);
 }
 
 Tensor Gpt::logits(Context& ctx, const std::int32_t* tokens, int B, int T) {
+  if (tp_.size > 1)
+    user_fail("nn", "sampling from a tensor-parallel GPT is not implemented (each rank holds a "
+              "slice of the vocabulary): sample from a checkpoint with tensor_parallel_size 1");
   const bool saved = ctx.grad_enabled;
   ctx.grad_enabled = false;
   Tensor xf;

@@ -2,6 +2,9 @@
 // the token embedding. Parameter names and layouts are nanoGPT's, so weights move to and from
 // PyTorch unchanged. Parameters are grouped into units: 0 = embeddings, 1..L = blocks, L+1 = ln_f.
 // A micro-batch is "tokens" and "targets", i32 [B, block_size] (targets < 0 are ignored).
+// Tensor parallel (Megatron): built as part `index` of `size`, a rank holds its slice of the
+// vocabulary (wte rows, vocabulary-parallel embedding, head and cross-entropy), of the attention
+// heads and of the MLP; LayerNorms and wpe are replicated.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,7 @@ struct GptConfig {
 
 class Gpt : public Model {
  public:
-  explicit Gpt(const GptConfig& cfg);
+  explicit Gpt(const GptConfig& cfg, TpShard tp = {});
 
   const GptConfig& config() const { return cfg_; }
   // Parameters grouped by unit (see above), in a fixed order.
@@ -34,6 +37,7 @@ class Gpt : public Model {
   std::vector<UnitUse> unit_schedule() const override;
   std::vector<BatchField> batch_fields(int micro_batch) const override;
   void set_checkpointing(bool on) override;
+  TpShard tensor_shard() const override { return tp_; }
   // Pipeline stage `index` of `count` (a GptStage, framework/nn/gpt_stage.hpp).
   std::unique_ptr<ModelStage> stage(int index, int count) override;
 
@@ -45,7 +49,8 @@ class Gpt : public Model {
   // Backward from the last forward: d(mean loss) scaled by `scale` (e.g. loss scale / accumulation
   // steps) is propagated and parameter gradients are accumulated.
   void backward(Context& ctx, float scale) override;
-  // Logits [B*T, V] for tokens [B, T], nothing saved (evaluation, sampling).
+  // Logits [B*T, V] for tokens [B, T], nothing saved (evaluation, sampling). Whole model only
+  // (a tensor-parallel part throws: its logits are a slice of the vocabulary).
   Tensor logits(Context& ctx, const std::int32_t* tokens, int B, int T);
 
  private:
@@ -54,6 +59,8 @@ class Gpt : public Model {
   Tensor trunk(Context& ctx, const Tensor& tokens);  // → ln_f output [N, C]
 
   GptConfig cfg_;
+  TpShard tp_;
+  std::int64_t vocab_start_ = 0;  // this part's first vocabulary row
   Parameter* wte_;
   Parameter* wpe_;
   std::vector<std::unique_ptr<Block>> blocks_;

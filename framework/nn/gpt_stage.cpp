@@ -16,6 +16,9 @@ std::vector<int> gpt_stage_blocks(const GptConfig& c, int count) {
 }
 
 std::unique_ptr<ModelStage> Gpt::stage(int index, int count) {
+  if (tp_.size > 1)
+    user_fail("nn", "pipeline stages of a tensor-parallel GPT are not implemented: set "
+              "strata.tensor_parallel_size or strata.pipeline_parallel_size to 1");
   return std::make_unique<GptStage>(*this, index, count);
 }
 

@@ -4,10 +4,10 @@
 
 namespace strata::nn {
 
-Mlp::Mlp(std::string prefix, int n_embd, float init_std, float proj_std)
+Mlp::Mlp(std::string prefix, int n_embd, float init_std, float proj_std, TpShard tp)
     : Module(std::move(prefix)),
-      c_fc(child_name("c_fc"), n_embd, 4 * n_embd, true, init_std),
-      c_proj(child_name("c_proj"), 4 * n_embd, n_embd, true, proj_std) {
+      c_fc(child_name("c_fc"), n_embd, 4 * n_embd, true, init_std, TpSplit::column, tp),
+      c_proj(child_name("c_proj"), 4 * n_embd, n_embd, true, proj_std, TpSplit::row, tp) {
   add_child(c_fc);
   add_child(c_proj);
 }

@@ -1,5 +1,6 @@
 // GPT-2 MLP: c_fc (C → 4C) → GELU (tanh approximation) → c_proj (4C → C). Saves the
-// pre-activation; the GELU output that c_proj saved is recomputed-free (kept by c_proj).
+// pre-activation; the GELU output that c_proj saved is recomputed-free (kept by c_proj). Over tp
+// ranks c_fc is column-parallel and c_proj row-parallel (one all-reduce each way).
 #pragma once
 
 #include "framework/nn/linear.hpp"
@@ -8,7 +9,7 @@ namespace strata::nn {
 
 class Mlp : public Module {
  public:
-  Mlp(std::string prefix, int n_embd, float init_std, float proj_std);
+  Mlp(std::string prefix, int n_embd, float init_std, float proj_std, TpShard tp = {});
   Tensor forward(Context& ctx, const Tensor& x);
   Tensor backward(Context& ctx, const Tensor& dy);
 

@@ -44,6 +44,9 @@ class Model : public Module {
   virtual void backward(Context& ctx, float scale) = 0;
   // Activation checkpointing where the model supports it (recompute instead of saving).
   virtual void set_checkpointing(bool on) {}
+  // The tensor-parallel part this model was built as (framework/nn/tensor_parallel.hpp): its
+  // layers hold that part of the split parameters and need Context::tp. {0, 1}: the whole model.
+  virtual TpShard tensor_shard() const { return {}; }
   // Stage `index` of `count` for pipeline parallelism (framework/nn/model_stage.hpp), over this
   // model's layers and parameters (it must outlive the stage). A model that cannot be split says so.
   virtual std::unique_ptr<ModelStage> stage(int index, int count) {

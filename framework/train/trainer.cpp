@@ -111,8 +111,19 @@ Tensor Trainer::master_shard(std::size_t u) const {
 }
 
 double Trainer::grad_sum_squares(std::size_t u) const {
-  const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
-  return n > 0 ? ops::sum_squares(store_.grad_shard(u).slice(0, 0, n)) : 0.0;
+  const nn::UnitLayout& l = store_.layout(u);
+  const auto n = static_cast<std::int64_t>(owned_numel(l));
+  if (n <= 0) return 0.0;
+  if (red_.count_replicated) return ops::sum_squares(store_.grad_shard(u).slice(0, 0, n));
+  // Only the split parameters' parts of the owned slice [lo, lo + n).
+  double ss = 0.0;
+  for (std::size_t i = 0; i < l.params.size(); ++i) {
+    if (!l.params[i]->placement.split()) continue;
+    const std::int64_t a = std::max(l.lo, l.offsets[i]);
+    const std::int64_t b = std::min(l.lo + n, l.offsets[i] + l.params[i]->shape.numel());
+    if (a < b) ss += ops::sum_squares(store_.grad_shard(u).slice(0, a - l.lo, b - l.lo));
+  }
+  return ss;
 }
 
 bool Trainer::grads_overflow() const {

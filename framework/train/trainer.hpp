@@ -55,6 +55,9 @@ struct ShardReductions {
   // Units whose parameters another process also holds and counts (the copy of a tied embedding
   // on a pipeline's last stage): left out of the gradient norm so that they count once.
   std::vector<std::size_t> counted_elsewhere;
+  // False on tensor-parallel parts other than the first: the parameters that are not split
+  // (placement replicated, equal on every part) are left out of this part's gradient norm.
+  bool count_replicated = true;
 };
 
 class AdafactorStep;

@@ -35,7 +35,8 @@ namespace {
 
 std::vector<ck::ExpectedParam> expected_params(const nn::ParamStore& store) {
   std::vector<ck::ExpectedParam> out;
-  for (const nn::Parameter* p : store.parameters()) out.push_back({p->name, p->shape});
+  for (const nn::Parameter* p : store.parameters())
+    out.push_back({p->name, p->placement.global_shape(p->shape)});
   return out;
 }
 
@@ -106,14 +107,26 @@ std::vector<std::string> gather_texts(const Group& g, const std::string& mine, b
   return out;
 }
 
-// Slices of `kind` for [a, b) of unit l, whose owned buffer `owned` starts at flat element lo.
+// Slices of `kind` for [a, b) of unit l, whose owned buffer `owned` starts at flat element lo,
+// named by global parameter and range: a tensor-parallel part's split parameters as one slice per
+// run of their placement, its replicated ones by part 0 only (tp_index: this rank's part).
 std::vector<ck::SliceRef> unit_slices(const nn::UnitLayout& l, std::int64_t a, std::int64_t b,
-                                      std::string_view kind, const Tensor& owned) {
+                                      std::string_view kind, const Tensor& owned, int tp_index) {
   if (a >= b) return {};
   const auto* base = static_cast<const unsigned char*>(owned.raw());
-  return ck::slices_for_flat_range(
-      flat_params(l), a, b, kind,
-      base + static_cast<std::size_t>(a - l.lo) * dtype_size(owned.dtype()), owned.dtype());
+  const std::size_t esize = dtype_size(owned.dtype());
+  std::vector<ck::SliceRef> out;
+  for (const ck::FlatPiece& pc : ck::split_flat_range(flat_params(l), a, b)) {
+    const nn::Parameter& p = *l.params[pc.param];
+    if (!p.placement.split() && tp_index != 0) continue;
+    const Shape whole = p.placement.global_shape(p.shape);
+    const unsigned char* data = base + static_cast<std::size_t>(pc.flat_begin - l.lo) * esize;
+    to_global(p, pc.begin, pc.end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+      out.push_back(ck::SliceRef{std::string(kind), p.name, whole, owned.dtype(), global, global + n,
+                                 data + static_cast<std::size_t>(local - pc.begin) * esize});
+    });
+  }
+  return out;
 }
 
 }  // namespace
@@ -156,9 +169,9 @@ Checkpointer::Checkpointer(const Group& world, const Group& dp, nn::ParamStore& 
       stage_(zero_stage),
       opts_(std::move(options)),
       pipeline_(std::move(stage)) {
-  STRATA_CHECK(world_.size() == dp_.size() * pipeline_.pp, "checkpoint",
-               "world of {} ranks but dp {} x pp {}: only data and pipeline parallelism are "
-               "implemented for checkpoints", world_.size(), dp_.size(), pipeline_.pp);
+  STRATA_CHECK(world_.size() == dp_.size() * pipeline_.tp * pipeline_.pp, "checkpoint",
+               "world of {} ranks but dp {} x tp {} x pp {}", world_.size(), dp_.size(),
+               pipeline_.tp, pipeline_.pp);
   STRATA_CHECK(zero_stage >= 0 && zero_stage <= 3, "checkpoint", "ZeRO stage {} is not 0-3",
                zero_stage);
   agree_ = world_.split(0, world_.rank(), world_.name() + ".checkpoint");
@@ -217,7 +230,7 @@ void Checkpointer::save(const JobState& job) {
   spec.rank = world_.rank();
   spec.header.step = job.step;
   spec.header.config = job.config;
-  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), 1, pipeline_.pp};
+  spec.header.layout = ck::WorldLayout{world_.size(), dp_.size(), pipeline_.tp, pipeline_.pp};
   spec.header.zero_stage = stage_;
   spec.header.state = train_state(job);
   spec.retention = opts_.retention;
@@ -225,6 +238,7 @@ void Checkpointer::save(const JobState& job) {
   // Self-description: which dp rank wrote the file, and the (shared) data position.
   rs.extra["dp_rank"] = dp_.rank();
   if (pipeline_.pp > 1) rs.extra["pp_stage"] = pipeline_.index;
+  if (pipeline_.tp > 1) rs.extra["tp_rank"] = pipeline_.tp_index;
   if (job.sampler)
     rs.extra["sampler"] = {{"position", job.sampler->position}, {"epoch", job.sampler->epoch}};
   if (opts_.async) {
@@ -284,11 +298,13 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
         std::vector<Tensor> keep;
         const nn::ValueShardScope vshard(store_, u, false);
         for (const auto& sl :
-             unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, vshard.get()), keep)))
+             unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, vshard.get()), keep),
+                         pipeline_.tp_index))
           writer.add(sl);
         STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
                      "saving optimizer state from device memory is not implemented");
-        for_each_state_slice(trainer_, l, u, r, s, [&](const ck::SliceRef& sl) { writer.add(sl); });
+        for_each_state_slice(trainer_, l, u, r, s, pipeline_.tp_index,
+                             [&](const ck::SliceRef& sl) { writer.add(sl); });
       } catch (...) {
         states.release(u, false);
         throw;
@@ -317,7 +333,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
     const nn::UnitLayout& l = store_.layout(u);
     const StateSaveRange r = save_range(u);
     if (r.a < r.b) bytes += static_cast<std::size_t>(r.b - r.a) * sizeof(float);
-    bytes += state_slice_bytes(trainer_, l, u, r);
+    bytes += state_slice_bytes(trainer_, l, u, r, pipeline_.tp_index);
   }
   ck::StagingArena arena(bytes);
   ck::SaveJob job{std::move(spec), {}, std::move(rs)};
@@ -329,11 +345,12 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
     try {
       std::vector<Tensor> keep;
       const nn::ValueShardScope held(store_, u, false);
-      for (const auto& sl : unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, held.get()), keep)))
+      for (const auto& sl : unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, held.get()), keep),
+                                        pipeline_.tp_index))
         job.slices.push_back(arena.stage(sl));
       STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
                    "saving optimizer state from device memory is not implemented");
-      for_each_state_slice(trainer_, l, u, r, s,
+      for_each_state_slice(trainer_, l, u, r, s, pipeline_.tp_index,
                            [&](const ck::SliceRef& sl) { job.slices.push_back(arena.stage(sl)); });
     } catch (...) {
       states.release(u, false);
@@ -421,9 +438,14 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
         auto read = [&](std::string_view kind, const Tensor& dst) {
           STRATA_CHECK(!dst.device().is_cuda(), "checkpoint",
                        "loading into device memory is not implemented");
-          for (const ck::FlatPiece& p : pieces)
-            reader.read_range(kind, l.params[p.param]->name, p.begin, p.end,
-                              static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo), DType::f32);
+          for (const ck::FlatPiece& p : pieces) {
+            const nn::Parameter& prm = *l.params[p.param];
+            float* at = static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo);
+            // A tensor-parallel part reads its runs of the whole parameter.
+            to_global(prm, p.begin, p.end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+              reader.read_range(kind, prm.name, global, global + n, at + (local - p.begin), DType::f32);
+            });
+          }
         };
         read(ck::kParam, master_of(store_, s, vshard));
         if (pd != DType::f32) {

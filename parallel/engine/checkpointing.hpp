@@ -54,8 +54,12 @@ struct LoadedCheckpoint {
 // With pipeline parallelism a rank's store holds one stage's units: the ranks of each stage save
 // their slices of that stage's units, so that every parameter (named globally) is saved once.
 struct CheckpointStage {
-  int pp = 1;     // pipeline stages (world = dp x pp)
+  int pp = 1;     // pipeline stages (world = dp x tp x pp)
   int index = 0;  // this rank's stage
+  // Tensor-parallel parts and this rank's: each part saves its split parameters' runs of the
+  // whole parameters (by their placement) and part 0 the replicated ones, so a checkpoint holds
+  // whole parameters and loads at any tp.
+  int tp = 1, tp_index = 0;
   // Every stage's parameters, which a checkpoint must hold ({}: the store's).
   std::vector<checkpoint::ExpectedParam> model;
   // Units holding a copy of parameters another stage saves (a tied embedding): loaded, not saved.
@@ -65,7 +69,7 @@ struct CheckpointStage {
 // Saves and loads the state of one data-parallel replica set: a ParamStore sharded by ZeRO over
 // `dp` and the Trainer that updates it (with pipeline stages, this rank's stage of it). Every call
 // marked collective must be made by every rank of `world` (rank files are numbered by world rank;
-// tp = 1 for now, so world == dp x pp).
+// world == dp x tp x pp).
 class Checkpointer {
  public:
   // Collective (splits a private group for the commit protocol's agreement).

@@ -24,28 +24,34 @@ std::string blocks_entry(const nn::UnitLayout& l) {
 }
 
 // Slices of an element-wise state tensor for [a, b); `owned` (or null when only sizes are
-// wanted) holds the unit's owned slice, which starts at flat position l.lo.
+// wanted) holds the unit's owned slice, which starts at flat position l.lo. A tensor-parallel
+// part's slices are named by the whole parameter's elements (replicated ones by part 0 only).
 template <typename F>
 void elementwise(const nn::UnitLayout& l, std::int64_t a, std::int64_t b, std::string_view kind,
-                 const Tensor* owned, DType dt, F&& f) {
+                 const Tensor* owned, DType dt, int tp_index, F&& f) {
   if (a >= b) return;
-  const std::vector<ck::FlatParam> params = flat_params(l);
-  for (const ck::FlatPiece& p : ck::split_flat_range(params, a, b)) {
-    const void* data = nullptr;
-    if (owned)
-      data = static_cast<const unsigned char*>(owned->raw()) +
-             static_cast<std::size_t>(p.flat_begin - l.lo) * dtype_size(dt);
-    f(ck::SliceRef{std::string(kind), params[p.param].name, params[p.param].shape, dt, p.begin,
-                   p.end, data});
+  const std::size_t esize = dtype_size(dt);
+  for (const ck::FlatPiece& p : ck::split_flat_range(flat_params(l), a, b)) {
+    const nn::Parameter& prm = *l.params[p.param];
+    if (!prm.placement.split() && tp_index != 0) continue;
+    const Shape whole = prm.placement.global_shape(prm.shape);
+    const unsigned char* data =
+        owned ? static_cast<const unsigned char*>(owned->raw()) +
+                    static_cast<std::size_t>(p.flat_begin - l.lo) * esize
+              : nullptr;
+    to_global(prm, p.begin, p.end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+      f(ck::SliceRef{std::string(kind), prm.name, whole, dt, global, global + n,
+                     data ? data + static_cast<std::size_t>(local - p.begin) * esize : nullptr});
+    });
   }
 }
 
 // Every state slice of unit u for range r; s null: data pointers null (sizes only).
 template <typename F>
 void visit(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
-           const StateSaveRange& r, const train::UnitOptimizerState* s, F&& f) {
+           const StateSaveRange& r, const train::UnitOptimizerState* s, int tp_index, F&& f) {
   auto elem = [&](std::string_view kind, const Tensor train::UnitOptimizerState::*member, DType dt) {
-    elementwise(l, r.a, r.b, kind, s ? &(s->*member) : nullptr, dt, f);
+    elementwise(l, r.a, r.b, kind, s ? &(s->*member) : nullptr, dt, tp_index, f);
   };
   auto at = [&](const Tensor train::UnitOptimizerState::*member, std::int64_t offset, DType dt) {
     return s ? static_cast<const void*>(static_cast<const unsigned char*>((s->*member).raw()) +
@@ -118,14 +124,14 @@ const char* checkpoint_optimizer_name(const train::Trainer& t) {
 
 void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
                           const StateSaveRange& r, const train::UnitOptimizerState& s,
-                          const std::function<void(const ck::SliceRef&)>& f) {
-  visit(t, l, u, r, &s, f);
+                          int tp_index, const std::function<void(const ck::SliceRef&)>& f) {
+  visit(t, l, u, r, &s, tp_index, f);
 }
 
 std::size_t state_slice_bytes(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
-                              const StateSaveRange& r) {
+                              const StateSaveRange& r, int tp_index) {
   std::size_t bytes = 0;
-  visit(t, l, u, r, nullptr, [&](const ck::SliceRef& sl) {
+  visit(t, l, u, r, nullptr, tp_index, [&](const ck::SliceRef& sl) {
     bytes += static_cast<std::size_t>(sl.end - sl.begin) * dtype_size(sl.dtype);
   });
   return bytes;
@@ -179,11 +185,18 @@ void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn:
   const std::vector<ck::FlatParam> params = flat_params(l);
   const auto pieces = ck::split_flat_range(params, l.lo, hi);
   auto read_elem = [&](std::string_view kind, Tensor& dst) {
-    for (const ck::FlatPiece& p : pieces)
-      reader.read_range(kind, params[p.param].name, p.begin, p.end,
-                        static_cast<unsigned char*>(dst.raw()) +
-                            static_cast<std::size_t>(p.flat_begin - l.lo) * dtype_size(dst.dtype()),
-                        dst.dtype());
+    const std::size_t esize = dtype_size(dst.dtype());
+    for (const ck::FlatPiece& p : pieces) {
+      unsigned char* at =
+          static_cast<unsigned char*>(dst.raw()) + static_cast<std::size_t>(p.flat_begin - l.lo) * esize;
+      // A tensor-parallel part reads its runs of the whole parameter.
+      to_global(*l.params[p.param], p.begin, p.end,
+                [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+                  reader.read_range(kind, params[p.param].name, global, global + n,
+                                    at + static_cast<std::size_t>(local - p.begin) * esize,
+                                    dst.dtype());
+                });
+    }
   };
   switch (t.options().optimizer) {
     case OptimizerKind::adamw:

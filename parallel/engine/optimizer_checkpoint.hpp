@@ -10,6 +10,7 @@
 //              (exp_avg_sq_row / exp_avg_sq_col), written once (dp rank 0), read by every rank.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -26,6 +27,16 @@ namespace strata::parallel {
 // A unit's parameters as the checkpoint's flat-range helpers see them.
 std::vector<checkpoint::FlatParam> flat_params(const nn::UnitLayout& l);
 
+// A tensor-parallel part's elements [begin, end) of parameter p, as (element of the part, element
+// of the whole parameter, count) pieces: one for a whole parameter, one per run of its placement.
+template <typename F>
+void to_global(const nn::Parameter& p, std::int64_t begin, std::int64_t end, F&& piece) {
+  p.placement.for_each_run(p.shape, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+    const std::int64_t a = std::max(begin, local), b = std::min(end, local + n);
+    if (a < b) piece(a, global + (a - local), b - a);
+  });
+}
+
 // The manifest's name for the trainer's optimizer: "adamw", "sgd", "adamw8bit", "adafactor".
 const char* checkpoint_optimizer_name(const train::Trainer& t);
 
@@ -39,12 +50,15 @@ struct StateSaveRange {
 
 // Calls f for each slice of unit u's optimizer state in `r` (the master / "param" slices are the
 // caller's), pointing into s (the unit's state, its owned slice starting at flat layout.lo).
+// Element-wise state of a tensor-parallel part (tp_index: its part) is named by the whole
+// parameter's elements, replicated parameters written by part 0 only; AdamW8bit and Adafactor
+// state exist at tp 1 only (the assembly refuses them with tp > 1).
 void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
                           const StateSaveRange& r, const train::UnitOptimizerState& s,
-                          const std::function<void(const checkpoint::SliceRef&)>& f);
+                          int tp_index, const std::function<void(const checkpoint::SliceRef&)>& f);
 // The bytes those slices hold (staging buffers are sized with it before any state is read).
 std::size_t state_slice_bytes(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
-                              const StateSaveRange& r);
+                              const StateSaveRange& r, int tp_index);
 
 // UserError (one line) when the checkpoint's optimizer state cannot be loaded into the trainer:
 // another optimizer, Adafactor with/without a first moment (beta1), or AdamW8bit blocks of

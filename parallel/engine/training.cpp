@@ -3,6 +3,7 @@
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
 #include "offload/value_shard_store.hpp"
+#include "parallel/engine/tp_comm.hpp"
 
 namespace strata::parallel {
 
@@ -17,15 +18,37 @@ int checked_int(std::int64_t v, const char* what) {
 Grid make_grid(const config::Config& cfg, const Group& world) {
   Grid g(world, checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size"),
          checked_int(cfg.strata.pipeline_parallel_size, "strata.pipeline_parallel_size"));
-  if (g.tp_size() > 1)
-    user_fail("engine", "strata.tensor_parallel_size {}: tensor parallelism is not implemented so "
-              "far; set it to 1", g.tp_size());
+  if (g.tp_size() > 1 && g.pp_size() > 1)
+    user_fail("engine", "strata.tensor_parallel_size {} with strata.pipeline_parallel_size {}: "
+              "tensor and pipeline parallelism together are not implemented yet; set one of them "
+              "to 1", g.tp_size(), g.pp_size());
+  if (g.tp_size() > 1) {
+    const train::OptimizerKind kind = train::trainer_options(cfg).optimizer;
+    if (kind == train::OptimizerKind::adamw8bit || kind == train::OptimizerKind::adafactor)
+      user_fail("engine", "optimizer.type {} with strata.tensor_parallel_size {} is not "
+                "implemented (its quantization blocks and factored statistics are cut from whole "
+                "parameters, not tensor-parallel parts): use AdamW or SGD, or tensor parallel size 1",
+                kind == train::OptimizerKind::adamw8bit ? "AdamW8bit" : "Adafactor", g.tp_size());
+  }
   return g;
+}
+
+// The model must have been built as this rank's tensor-parallel part.
+void check_tensor_shard(const nn::Model& model, const Grid& grid) {
+  const nn::TpShard want{grid.coords().tp, grid.tp_size()};
+  const nn::TpShard got = model.tensor_shard();
+  if (got != want)
+    user_fail("engine", "the model was built as tensor-parallel part {} of {} but this rank is "
+              "part {} of {} (strata.tensor_parallel_size {}): build it with "
+              "parallel::tensor_shard(config, world)", got.index, got.size, want.index, want.size,
+              grid.tp_size());
 }
 
 // What checkpoints need to know of this rank's pipeline stage.
 CheckpointStage checkpoint_stage(const Grid& grid, nn::Model& model, const nn::ModelStage* stage) {
   CheckpointStage cs;
+  cs.tp = grid.tp_size();
+  cs.tp_index = grid.coords().tp;
   if (!stage) return cs;
   cs.pp = grid.pp_size();
   cs.index = stage->index();
@@ -36,6 +59,11 @@ CheckpointStage checkpoint_stage(const Grid& grid, nn::Model& model, const nn::M
 }
 
 }  // namespace
+
+nn::TpShard tensor_shard(const config::Config& cfg, const Group& world) {
+  const int tp = checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size");
+  return {world.rank() % tp, tp};  // Megatron's order: tensor-parallel ranks are adjacent
+}
 
 EngineOptions engine_options(const config::Config& cfg) {
   EngineOptions eo;
@@ -58,6 +86,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
       model_(model),
       ledger_(extras.ledger ? *extras.ledger : MemoryLedger::global()),
       grid_(make_grid(cfg_, world)) {
+  check_tensor_shard(model, grid_);
   // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.
   const Device device = train::compute_device(cfg_);
   STRATA_CHECK(device.is_cpu(), "engine", "device {} is not supported by the assembly yet", device.str());
@@ -83,6 +112,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   store_->initialize(cfg_.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
   train::ShardReductions reductions = stage > 0 ? dp_reductions(dp) : train::ShardReductions{};
+  reductions = tp_reductions(std::move(reductions), grid_.tp());
   if (stage_) reductions = pipeline_reductions(std::move(reductions), grid_.pp(), *stage_);
   trainer_ = std::make_unique<train::Trainer>(*store_, topts,
                                               std::move(reductions),
@@ -93,6 +123,10 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   ctx.activations.ledger = &ledger_;
   ctx.workspace.ledger = &ledger_;
   ctx.act_dtype = train::activation_dtype(cfg_);  // 16-bit with mixed precision by default
+  if (grid_.tp_size() > 1) {
+    tp_comm_ = std::make_unique<GroupTpComm>(grid_.tp());
+    ctx.tp = tp_comm_.get();
+  }
   PipelineSetup pipeline;
   if (stage_)
     pipeline = {stage_.get(), grid_.pp(),

@@ -2,7 +2,9 @@
 // the process grid, the ZeRO-sharded ParamStore (parameter slices offloaded as configured,
 // initialised), the Trainer (optimizer state offloaded as configured), the data-parallel engine
 // with the model's unit schedule, and the checkpoint policy. With pipeline_parallel_size > 1 each
-// rank holds and runs its pipeline stage of the model (nn::Model::stage). train_gpt, examples/mlp,
+// rank holds and runs its pipeline stage of the model (nn::Model::stage); with
+// tensor_parallel_size > 1 the model is built as this rank's part (tensor_shard) and its layers
+// communicate over the grid's tp group (Context::tp); ZeRO shards each part over dp. train_gpt, examples/mlp,
 // the tests and the benchmarks all build their jobs with it.
 #pragma once
 
@@ -31,6 +33,10 @@ struct TrainingExtras {
     return e;
   }
 };
+
+// The tensor-parallel part a model must be built as on this rank of `world`
+// (strata.tensor_parallel_size; adjacent ranks share a layer, as in Grid).
+nn::TpShard tensor_shard(const config::Config& cfg, const Group& world);
 
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.
 EngineOptions engine_options(const config::Config& cfg);
@@ -80,6 +86,7 @@ class Training {
   MemoryLedger& ledger_;
   Grid grid_;
   std::unique_ptr<nn::ModelStage> stage_;
+  std::unique_ptr<nn::TpComm> tp_comm_;  // the layers' tensor-parallel group (tp > 1)
   std::unique_ptr<nn::ParamStore> store_;
   std::unique_ptr<train::Trainer> trainer_;
   std::unique_ptr<DataParallelEngine> engine_;

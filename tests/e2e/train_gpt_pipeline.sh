@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# train_gpt with pipeline stages, end to end: 2 ranks as 2 stages (ZeRO-1, 4 micro-batches, the
-# validation loss through the stages) train like 1 rank — every step's loss and validation loss
-# within 1e-5 relative — and the pp = 2 checkpoint of step 4 verifies, exports to the same
-# datasets as the 1-rank one, and resumes on 1 rank to step 6.
-# usage: train_gpt_pipeline.sh STRATA TRAIN_GPT MPIEXEC
+# train_gpt with model parallelism over 2 ranks, end to end: AXIS "pipeline" (default) runs them
+# as 2 pipeline stages, "tensor" as 2 tensor-parallel parts (heads, MLP and vocabulary split).
+# Either way (ZeRO-1, 4 micro-batches, the validation loss through the engine) the 2 ranks train
+# like 1 rank — every step's loss and validation loss within 1e-5 relative — and the 2-rank
+# checkpoint of step 4 verifies, exports to the same datasets as the 1-rank one (every parameter
+# once, whole), and resumes on 1 rank to step 6.
+# usage: train_gpt_pipeline.sh STRATA TRAIN_GPT MPIEXEC [AXIS]
 set -u
-strata="$1" train_gpt="$2" mpiexec="$3"
+strata="$1" train_gpt="$2" mpiexec="$3" axis="${4:-pipeline}"
+case "$axis" in
+  pipeline) key=strata.pipeline_parallel_size t=pp layout="(dp 1 x tp 1 x pp 2)" ;;
+  tensor) key=strata.tensor_parallel_size t=tp layout="(dp 1 x tp 2 x pp 1)" ;;
+  *) echo "unknown axis $axis" >&2; exit 2 ;;
+esac
 source "$(dirname "$0")/tiny_job.sh"
-tiny_job pipeline "$strata"
+tiny_job "$axis" "$strata"
 cat >"$work/config.json" <<EOF
 {
   "train_micro_batch_size_per_gpu": 4,
@@ -36,28 +43,28 @@ run() {
 }
 values() { grep -o "\"$1\":[^,}]*" "$2" | cut -d: -f2; }
 
-run "$work/pp2" "$mpiexec" --oversubscribe --bind-to none -np 2 "$train_gpt" --metrics m.jsonl \
-  --set strata.pipeline_parallel_size=2 || die "the pp 2 run failed"
-grep -q "(dp 1 x tp 1 x pp 2)" "$work/pp2/log" || die "the pp 2 run did not run 2 stages"
-run "$work/pp1" "$train_gpt" --metrics m.jsonl || die "the 1-rank run failed"
-for key in loss val_loss; do
-  a=$(values $key "$work/pp2/m.jsonl") b=$(values $key "$work/pp1/m.jsonl")
-  [[ $(wc -w <<<"$a") == $([[ $key == loss ]] && echo 4 || echo 2) ]] ||
-    die "the pp 2 run logged $(wc -w <<<"$a") values of $key"
-  paste <(echo "$a") <(echo "$b") | awk -v key=$key '
-    { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $2) { print key " " NR ": pp 2 " $1 " vs 1 rank " $2; bad = 1 } }
-    END { exit bad }' >&2 || die "pp 2 and 1 rank disagree on $key"
+run "$work/${t}2" "$mpiexec" --oversubscribe --bind-to none -np 2 "$train_gpt" --metrics m.jsonl \
+  --set $key=2 || die "the $t 2 run failed"
+grep -qF "$layout" "$work/${t}2/log" || die "the $t 2 run did not run as $layout"
+run "$work/${t}1" "$train_gpt" --metrics m.jsonl || die "the 1-rank run failed"
+for k in loss val_loss; do
+  a=$(values $k "$work/${t}2/m.jsonl") b=$(values $k "$work/${t}1/m.jsonl")
+  [[ $(wc -w <<<"$a") == $([[ $k == loss ]] && echo 4 || echo 2) ]] ||
+    die "the $t 2 run logged $(wc -w <<<"$a") values of $k"
+  paste <(echo "$a") <(echo "$b") | awk -v key=$k -v t=$t '
+    { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $2) { print key " " NR ": " t " 2 " $1 " vs 1 rank " $2; bad = 1 } }
+    END { exit bad }' >&2 || die "$t 2 and 1 rank disagree on $k"
 done
-# The pipeline's checkpoint verifies and exports to one consolidated file holding what the 1-rank
+# The 2-rank checkpoint verifies and exports to one consolidated file holding what the 1-rank
 # run's export holds (every parameter once, same names and shapes).
-"$strata" ckpt verify "$work/pp2/ck/step_00000004" >/dev/null || die "the pp 2 checkpoint does not verify"
-for r in pp1 pp2; do
+"$strata" ckpt verify "$work/${t}2/ck/step_00000004" >/dev/null || die "the $t 2 checkpoint does not verify"
+for r in ${t}1 ${t}2; do
   "$strata" ckpt export "$work/$r/ck/step_00000004" --output "$work/$r.h5" >/dev/null || die "export of $r failed"
 done
-diff <(h5ls -r "$work/pp1.h5" | sort) <(h5ls -r "$work/pp2.h5" | sort) >&2 ||
-  die "the pp 2 export holds other datasets than the 1-rank one"
-# The pipeline's checkpoint resumes on one rank (another layout).
-run "$work/pp2" "$train_gpt" --set strata.train_steps=6 || die "resuming the pp 2 checkpoint on 1 rank failed"
-grep -q "resumed from ck/step_00000004: step 4" "$work/pp2/log" || die "the 1-rank run did not resume from step 4"
-[[ -f $work/pp2/ck/step_00000006/manifest.json ]] || die "the resumed run saved no step 6"
-echo "pipeline: pp 2 = 1 rank (4 losses, 2 validation losses within 1e-5); pp 2 checkpoint exported and resumed on 1 rank"
+diff <(h5ls -r "$work/${t}1.h5" | sort) <(h5ls -r "$work/${t}2.h5" | sort) >&2 ||
+  die "the $t 2 export holds other datasets than the 1-rank one"
+# The 2-rank checkpoint resumes on one rank (another layout).
+run "$work/${t}2" "$train_gpt" --set strata.train_steps=6 || die "resuming the $t 2 checkpoint on 1 rank failed"
+grep -q "resumed from ck/step_00000004: step 4" "$work/${t}2/log" || die "the 1-rank run did not resume from step 4"
+[[ -f $work/${t}2/ck/step_00000006/manifest.json ]] || die "the resumed run saved no step 6"
+echo "$axis: $t 2 = 1 rank (4 losses, 2 validation losses within 1e-5); $t 2 checkpoint exported and resumed on 1 rank"

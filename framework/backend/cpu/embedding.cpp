@@ -21,7 +21,7 @@ void check_tokens(const std::int32_t* tokens, std::int64_t n) {
 }  // namespace
 
 void embedding_forward(const std::int32_t* tokens, const float* wte, const float* wpe, float* out,
-                       int B, int T, int C) {
+                       int B, int T, int C, std::int64_t vocab_start, std::int64_t vocab_rows) {
   STRATA_CHECK(B >= 0 && T >= 0 && C >= 0, "cpu", "embedding: bad size B={} T={} C={}", B, T, C);
   const std::int64_t N = static_cast<std::int64_t>(B) * T;
   check_tokens(tokens, N);
@@ -29,16 +29,17 @@ void embedding_forward(const std::int32_t* tokens, const float* wte, const float
   const std::int64_t chunk = std::max<std::int64_t>(1, 16384 / std::max(1, C));
   detail::parallel_chunks(N, chunk, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
-      const float* e = wte + static_cast<std::size_t>(tokens[r]) * c;
-      const float* p = wpe + static_cast<std::size_t>(r % T) * c;
+      const std::int64_t k = tokens[r] - vocab_start;
+      const float* e = k >= 0 && k < vocab_rows ? wte + static_cast<std::size_t>(k) * c : nullptr;
+      const float* p = wpe ? wpe + static_cast<std::size_t>(r % T) * c : nullptr;
       float* o = out + static_cast<std::size_t>(r) * c;
-      for (std::size_t j = 0; j < c; ++j) o[j] = e[j] + p[j];
+      for (std::size_t j = 0; j < c; ++j) o[j] = (e ? e[j] : 0.0f) + (p ? p[j] : 0.0f);
     }
   });
 }
 
 void embedding_backward(const std::int32_t* tokens, const float* dout, float* dwte, float* dwpe,
-                        int B, int T, int C) {
+                        int B, int T, int C, std::int64_t vocab_start, std::int64_t vocab_rows) {
   STRATA_CHECK(B >= 0 && T >= 0 && C >= 0, "cpu", "embedding: bad size B={} T={} C={}", B, T, C);
   const std::int64_t N = static_cast<std::int64_t>(B) * T;
   check_tokens(tokens, N);
@@ -62,7 +63,9 @@ void embedding_backward(const std::int32_t* tokens, const float* dout, float* dw
       if (!dwte) return;
       for (std::int64_t i = start[task]; i < start[task + 1]; ++i) {
         const std::int64_t r = rows[static_cast<std::size_t>(i)];
-        float* w = dwte + static_cast<std::size_t>(tokens[r]) * c;
+        const std::int64_t k = tokens[r] - vocab_start;
+        if (k < 0 || k >= vocab_rows) continue;  // another slice's token
+        float* w = dwte + static_cast<std::size_t>(k) * c;
         const float* g = dout + static_cast<std::size_t>(r) * c;
         for (std::size_t j = 0; j < c; ++j) w[j] += g[j];
       }

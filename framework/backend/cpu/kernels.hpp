@@ -51,12 +51,17 @@ void attention_forward(const float* qkv, float* out, float* lse, int B, int T, i
 void attention_backward(const float* qkv, const float* out, const float* lse, const float* dout,
                         float* dqkv, int B, int T, int C, int NH);
 
-// Token + position embedding: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:].
+// Token + position embedding: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. On a slice of the
+// vocabulary (wte holds rows [vocab_start, vocab_start + vocab_rows)) a token outside it adds 0;
+// wpe may be null (no position term).
 void embedding_forward(const std::int32_t* tokens, const float* wte, const float* wpe, float* out,
-                       int B, int T, int C);
-// dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += sum_b dout[b,t,:]. Deterministic order.
+                       int B, int T, int C, std::int64_t vocab_start = 0,
+                       std::int64_t vocab_rows = INT64_MAX);
+// dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += sum_b dout[b,t,:]. Deterministic order. On a
+// slice of the vocabulary only the rows of tokens inside it are accumulated.
 void embedding_backward(const std::int32_t* tokens, const float* dout, float* dwte, float* dwpe,
-                        int B, int T, int C);
+                        int B, int T, int C, std::int64_t vocab_start = 0,
+                        std::int64_t vocab_rows = INT64_MAX);
 
 // Softmax cross-entropy over rows of logits[N,V]. Rows whose target is < 0 are ignored.
 // Writes lse[N] and returns the SUM of the per-row losses (double accumulation).

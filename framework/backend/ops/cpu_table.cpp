@@ -4,6 +4,7 @@
 // whose operands include a 16-bit activation are computed in row blocks, so that no f32 copy of a
 // [N, vocabulary] matrix is ever made. All-f32 operands take exactly the f32 kernels' path.
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -188,33 +189,35 @@ void attention_backward(const Tensor& qkv, const Tensor& o, const Tensor& lse, c
   dq32.commit();
 }
 
-// Every token in [0, V): the embedding kernels index rows with them.
-void check_tokens(const char* op, const Tensor& tokens, int V) {
+// Every token in [0, V) for a whole table (vocab_start < 0), >= 0 for a tensor-parallel slice
+// (tokens outside the slice's rows contribute nothing there): the embedding kernels index rows.
+void check_tokens(const char* op, const Tensor& tokens, int V, std::int64_t vocab_start) {
   const std::int32_t* t = i32(tokens);
+  const std::int64_t hi = vocab_start < 0 ? V : std::numeric_limits<std::int32_t>::max() + 1LL;
   for (std::int64_t i = 0; i < tokens.numel(); ++i)
-    STRATA_CHECK(t[i] >= 0 && t[i] < V, "ops",
+    STRATA_CHECK(t[i] >= 0 && t[i] < hi, "ops",
                  "{}: token {} at position {} is outside the vocabulary [0, {})", op, t[i], i, V);
 }
 
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       const Tensor& o) {
-  const int V = dim(wte, 0);
-  const std::int32_t* t = i32(tokens);
-  check_tokens("embedding_forward", tokens, V);
+                       const Tensor& o, std::int64_t vocab_start) {
+  check_tokens("embedding_forward", tokens, dim(wte, 0), vocab_start);
   In32 e32(wte), p32(wpe);
   Out32 o32(o);
-  cpu::embedding_forward(t, e32.get(), p32.get(), o32.get(), dim(tokens, 0), dim(tokens, 1),
-                         dim(wte, 1));
+  cpu::embedding_forward(i32(tokens), e32.get(), p32.get(), o32.get(), dim(tokens, 0),
+                         dim(tokens, 1), dim(wte, 1), std::max<std::int64_t>(vocab_start, 0),
+                         dim(wte, 0));
   o32.commit();
 }
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                        const Tensor& dwpe) {
-  if (dwte.defined()) check_tokens("embedding_backward", tokens, dim(dwte, 0));
+                        const Tensor& dwpe, std::int64_t vocab_start) {
+  if (dwte.defined()) check_tokens("embedding_backward", tokens, dim(dwte, 0), vocab_start);
   In32 d32(dout);
   Acc32 e32(dwte), p32(dwpe);
   cpu::embedding_backward(i32(tokens), d32.get(), e32.get(), p32.get(), dim(tokens, 0),
-                          dim(tokens, 1), dim(dout, 1));
+                          dim(tokens, 1), dim(dout, 1), std::max<std::int64_t>(vocab_start, 0),
+                          dwte.defined() ? dim(dwte, 0) : 0);
   e32.commit();
   p32.commit();
 }

@@ -34,9 +34,9 @@ struct OpTable {
   void (*attention_backward)(const Tensor& qkv, const Tensor& out, const Tensor& lse,
                              const Tensor& dout, const Tensor& dqkv, int n_head) = nullptr;
   void (*embedding_forward)(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                            const Tensor& out) = nullptr;
+                            const Tensor& out, std::int64_t vocab_start) = nullptr;
   void (*embedding_backward)(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                             const Tensor& dwpe) = nullptr;
+                             const Tensor& dwpe, std::int64_t vocab_start) = nullptr;
   double (*cross_entropy_forward)(const Tensor& logits, const Tensor& targets,
                                   const Tensor& lse) = nullptr;
   void (*cross_entropy_backward)(const Tensor& logits, const Tensor& lse, const Tensor& targets,

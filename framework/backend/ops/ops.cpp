@@ -212,22 +212,25 @@ void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
 }
 
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       const Tensor& out) {
+                       const Tensor& out, std::int64_t vocab_start) {
   const char* op = "embedding_forward";
   check_i32(op, "tokens", tokens);
   STRATA_CHECK(tokens.rank() == 2, "ops", "{}: tokens {} must be [B, T]", op, tokens.shape().str());
   check_float(op, "wte", wte, 2);
-  check_float(op, "wpe", wpe, 2);
   check_float(op, "out", out, 2);
   const std::int64_t T = tokens.dim(1), C = wte.dim(1);
-  STRATA_CHECK(wpe.dim(1) == C && wpe.dim(0) >= T, "ops",
-               "{}: wpe {} does not cover {} positions of width {}", op, wpe.shape().str(), T, C);
+  STRATA_CHECK(wpe.defined() || vocab_start >= 0, "ops", "{}: wpe is required for a whole table", op);
+  if (wpe.defined()) {
+    check_float(op, "wpe", wpe, 2);
+    STRATA_CHECK(wpe.dim(1) == C && wpe.dim(0) >= T, "ops",
+                 "{}: wpe {} does not cover {} positions of width {}", op, wpe.shape().str(), T, C);
+  }
   check_shape(op, "out", out, Shape{tokens.numel(), C});
-  table(op, {&tokens, &wte, &wpe, &out}).embedding_forward(tokens, wte, wpe, out);
+  table(op, {&tokens, &wte, &wpe, &out}).embedding_forward(tokens, wte, wpe, out, vocab_start);
 }
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                        const Tensor& dwpe) {
+                        const Tensor& dwpe, std::int64_t vocab_start) {
   const char* op = "embedding_backward";
   check_i32(op, "tokens", tokens);
   STRATA_CHECK(tokens.rank() == 2, "ops", "{}: tokens {} must be [B, T]", op, tokens.shape().str());
@@ -243,7 +246,7 @@ void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& 
     STRATA_CHECK(dwpe.dim(1) == C && dwpe.dim(0) >= T, "ops",
                  "{}: dwpe {} does not cover {} positions of width {}", op, dwpe.shape().str(), T, C);
   }
-  table(op, {&tokens, &dout, &dwte, &dwpe}).embedding_backward(tokens, dout, dwte, dwpe);
+  table(op, {&tokens, &dout, &dwte, &dwpe}).embedding_backward(tokens, dout, dwte, dwpe, vocab_start);
 }
 
 namespace {

@@ -93,7 +93,8 @@ struct JobSpec {
   DType dtype = DType::f32;
   int stage = 0;
   int micro = 2, accum = 2;
-  int pp = 1;          // pipeline stages (the data is split over dp = world / pp)
+  int pp = 1;          // pipeline stages (the data is split over dp = world / (tp * pp))
+  int tp = 1;          // tensor-parallel parts
   std::string tokens;  // token file
   parallel::CheckpointOptions ckpt;
 };
@@ -114,6 +115,7 @@ struct Job {
     cfg.strata.checkpoint.keep_every = s.ckpt.retention.keep_every;
     cfg.strata.checkpoint.async = s.ckpt.async;
     cfg.strata.pipeline_parallel_size = s.pp;
+    cfg.strata.tensor_parallel_size = s.tp;
     r = std::make_unique<Replica>(s.model, cfg, dp);
     const parallel::Group& data = r->training->dp();
     sampler = std::make_unique<data::BatchSampler>(*file, s.model.block_size, s.micro, data.size(),

@@ -124,7 +124,7 @@ struct Replica {
   parallel::DataParallelEngine& engine;
   Replica(const nn::GptConfig& c, const config::Config& cfg, const parallel::Group& dp,
           parallel::TrainingExtras extras = {})
-      : gpt(c),
+      : gpt(c, parallel::tensor_shard(cfg, dp)),  // this rank's tensor-parallel part
         training(std::make_unique<parallel::Training>(cfg, dp, gpt, std::move(extras))),
         store(training->store()),
         trainer(training->trainer()),

@@ -8,7 +8,7 @@
 
 #include "framework/checkpoint/reader.hpp"
 #include "framework/checkpoint/naming.hpp"
-#include "tests/dist/engine/test_resume_fixture.hpp"
+#include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/pipeline/pipeline_fixture.hpp"
 
 using namespace strata;
@@ -104,42 +104,11 @@ INSTANTIATE_TEST_SUITE_P(Stages, PipelineResume,
 // step's loss like the run that never stopped (same global batch).
 TEST(PipelineReshard, CheckpointsMoveBetweenPipelineLayouts) {
   const SingleThreaded one_thread;
-  const auto& w = world();
-  SharedTempDir tmp(w, "pipe_reshard");
-  const std::string tokens = write_tokens(w, tmp.sub("train.tok"), pipe_gpt().vocab_size, 1601);
   std::vector<int> layouts{1, 2};
-  if (w.size() % 4 == 0) layouts.push_back(4);
-  const int global_rows = 2 * w.size();
-  for (int from : layouts)
-    for (int to : layouts) {
-      if (from == to) continue;
-      SCOPED_TRACE(fmt::format("pp {} -> pp {}", from, to));
-      const std::string root = tmp.sub(fmt::format("ck_{}_{}", from, to));
-      JobSpec save_spec = pipe_spec(tokens, from, 2);
-      save_spec.micro = global_rows / (w.size() / from);
-      save_spec.ckpt.root = root;
-      std::map<std::string, std::vector<float>> master, m, v;
-      double next_loss = 0;
-      {
-        Job a(w, save_spec);
-        for (int s = 0; s < 3; ++s) a.train_step();
-        a.save();
-        master = whole_model(*a.r->training, 0);
-        m = whole_model(*a.r->training, 1);
-        v = whole_model(*a.r->training, 2);
-        next_loss = a.train_step();
-      }
-      JobSpec load_spec = pipe_spec(tokens, to, 1);
-      load_spec.micro = global_rows / (w.size() / to);
-      Job b(w, load_spec);
-      b.scramble();
-      b.apply(b.ck->load(checkpoint::join_path(root, checkpoint::step_dir_name(3))));
-      EXPECT_TRUE(whole_model(*b.r->training, 0) == master) << "masters differ";
-      EXPECT_TRUE(whole_model(*b.r->training, 1) == m) << "first moments differ";
-      EXPECT_TRUE(whole_model(*b.r->training, 2) == v) << "second moments differ";
-      const double loss = b.train_step();
-      EXPECT_LT(std::abs(loss - next_loss) / next_loss, 1e-6) << loss << " vs " << next_loss;
-    }
+  if (world().size() % 4 == 0) layouts.push_back(4);
+  expect_checkpoints_move(
+      layouts, "pipe_reshard", [](int pp, int zero) { return pipe_spec("", pp, zero); },
+      [](parallel::Training& t, int which) { return whole_model(t, which); }, pipe_gpt().vocab_size);
 }
 
 }  // namespace

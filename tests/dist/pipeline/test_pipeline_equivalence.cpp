@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/dist/comm/dist_env.hpp"
-#include "tests/dist/engine/test_resume_fixture.hpp"
+#include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/pipeline/pipeline_fixture.hpp"
 
 using namespace strata;
@@ -53,16 +53,7 @@ TEST_P(PipelineEquivalence, MatchesOneRank) {
     const auto me = pipe.training->grid().coords();
     BatchFeed feed{dp, me.dp, b, c.block_size, c.vocab_size};
     BatchFeed ref_feed{1, 0, dp * b, c.block_size, c.vocab_size};
-    double worst_loss = 0, worst_norm = 0;
-    for (int s = 0; s < steps; ++s) {
-      const auto a = pipe.engine.train_step(std::ref(feed));
-      const auto r = ref.engine.train_step(std::ref(ref_feed));
-      worst_loss = std::max(worst_loss, std::abs(a.loss - r.loss) / r.loss);
-      worst_norm = std::max(worst_norm, std::abs(a.result.grad_norm - r.result.grad_norm) /
-                                            r.result.grad_norm);
-      EXPECT_NEAR(a.loss, r.loss, 1e-6 * r.loss) << "step " << s;
-      EXPECT_NEAR(a.result.grad_norm, r.result.grad_norm, 1e-6 * r.result.grad_norm) << "step " << s;
-    }
+    const StepAgreement agree = step_side_by_side(pipe.engine, feed, ref.engine, ref_feed, steps);
     const auto got = by_name(*pipe.training), want = by_name(*ref.training);
     const WeightComparison cmp = compare_weights(got, want, c.n_embd);
     // Every stage holds its share of the model, and nothing twice but the tied embedding.
@@ -75,7 +66,7 @@ TEST_P(PipelineEquivalence, MatchesOneRank) {
       std::printf("pp=%d dp=%d ZeRO %d %s: worst loss rel %.2e, grad norm rel %.2e, weights worst "
                   "rel L2 of a parameter %.2e (key biases: max abs diff %.1e)\n",
                   pp, dp, k.zero, k.kind == train::OptimizerKind::adamw ? "AdamW" : "SGD",
-                  worst_loss, worst_norm, worst[0], worst[1]);
+                  agree.worst_loss, agree.worst_norm, worst[0], worst[1]);
     // Losses and norms: fp32 noise (the tied embedding's gradient is summed in another order,
     // dp ranks sum partial gradients). Weights after 10 steps, per parameter: within 1e-5 relative
     // L2 (measured <= 1.6e-6 with AdamW, <= 3.6e-6 with SGD at dp 2, whose small biases show the

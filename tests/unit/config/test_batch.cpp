@@ -78,7 +78,7 @@ TEST(ConfigBatch, DataParallelSizeMustBePositive) {
 
 TEST(ConfigBatch, DataParallelSizeIsWorldOverModelParallel) {
   Config c = parse_config(json::parse(
-      R"({"train_micro_batch_size_per_gpu": 1, "strata": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}})"));
+      R"({"train_micro_batch_size_per_gpu": 1, "strata": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2, "model": {"vocab_size": 256}}})"));
   EXPECT_EQ(data_parallel_size(c, 8), 2);
   EXPECT_EQ(data_parallel_size(c, 4), 1);
   EXPECT_TRUE(

@@ -63,7 +63,7 @@ const BadConfig kBad[] = {
       "key or set it to false"}},
     {"PartitionedCheckpointsWithTensorParallelism",
      "{" MICRO
-     R"(, "activation_checkpointing": {"partition_activations": true}, "strata": {"tensor_parallel_size": 2}})",
+     R"(, "activation_checkpointing": {"partition_activations": true}, "strata": {"tensor_parallel_size": 2, "model": {"vocab_size": 50304}}})",
      {"activation_checkpointing asks for", "a DeepSpeed feature Strata does not implement"}},
     {"DeepSpeedKeyOfTheWrongType",
      "{" MICRO R"(, "zero_optimization": {"sub_group_size": "big"}})",
@@ -172,6 +172,14 @@ const BadConfig kBad[] = {
      "{" MICRO R"(, "strata": {"pipeline_parallel_size": 2, "sample": {"tokens": 8}}})",
      {"strata.sample.tokens 8 with strata.pipeline_parallel_size 2: sampling runs the whole model "
       "on each rank, but a rank holds only its pipeline stage; set strata.sample.tokens to 0"}},
+    {"VocabularyNotSplittable",
+     "{" MICRO R"(, "strata": {"tensor_parallel_size": 2, "model": {"vocab_size": 51}}})",
+     {"strata.model.vocab_size 51 is not divisible by strata.tensor_parallel_size 2; tensor "
+      "parallelism splits the vocabulary (pad vocab_size to 52)"}},
+    {"SamplingWithTensorParallel",
+     "{" MICRO R"(, "strata": {"tensor_parallel_size": 2, "sample": {"tokens": 8}, "model": {"vocab_size": 64}}})",
+     {"strata.sample.tokens 8 with strata.tensor_parallel_size 2: sampling from a "
+      "tensor-parallel model is not implemented; set strata.sample.tokens to 0"}},
     {"UnsupportedOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3}}})",
      {"optimizer.type=\"Lamb\" asks for the LAMB optimizer, a DeepSpeed feature Strata does not "

@@ -1,0 +1,38 @@
+#include "framework/nn/vocab_parallel.hpp"
+
+#include <cmath>
+
+#include "framework/backend/ops/ops.hpp"
+
+namespace strata::nn {
+
+double vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tensor& logits,
+                                    const Tensor& targets, std::int64_t vocab_start,
+                                    const Tensor& lse) {
+  TpComm& comm = tp_comm(ctx, tp_size, "the vocabulary-parallel cross-entropy");
+  const std::int64_t N = logits.dim(0);
+  Tensor max = ctx.scratch(Shape{N});
+  ops::row_max(logits, max);
+  comm.all_reduce_max(max);
+  // The sums of exponentials and the target logits travel in one all-reduce.
+  Tensor sums = ctx.scratch(Shape{2, N});
+  const Tensor sum_exp = sums.slice(0, 0, 1).view(Shape{N});
+  const Tensor target = sums.slice(0, 1, 2).view(Shape{N});
+  ops::row_sum_exp(logits, max, sum_exp);
+  ops::target_logit(logits, targets, vocab_start, target);
+  comm.all_reduce_sum(sums);
+  // Host arithmetic over N values (the CPU backend's tensors; a device backend reads them back).
+  const float* m = max.data<float>();
+  const float* s = sum_exp.data<float>();
+  const float* t = target.data<float>();
+  const std::int32_t* tgt = targets.data<std::int32_t>();
+  float* l = lse.data<float>();
+  double total = 0.0;
+  for (std::int64_t r = 0; r < N; ++r) {
+    l[r] = m[r] + std::log(s[r]);
+    if (tgt[r] >= 0) total += static_cast<double>(l[r]) - t[r];
+  }
+  return total;
+}
+
+}  // namespace strata::nn

@@ -1,0 +1,36 @@
+#include "parallel/engine/tp_comm.hpp"
+
+#include <chrono>
+
+namespace strata::parallel {
+
+namespace {
+template <typename F>
+void timed(double& into, F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+void GroupTpComm::all_reduce_sum(const Tensor& t) {
+  timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::sum).wait(); });
+}
+
+void GroupTpComm::all_reduce_max(const Tensor& t) {
+  timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::max).wait(); });
+}
+
+train::ShardReductions tp_reductions(train::ShardReductions inner, const Group& tp) {
+  if (tp.size() == 1) return inner;
+  train::ShardReductions r;
+  r.sum = [inner, tp](double v) { return tp.all_reduce_value(inner.sum(v), ReduceOp::sum); };
+  r.any = [inner, tp](bool b) {
+    return tp.all_reduce_value<std::int32_t>(inner.any(b) ? 1 : 0, ReduceOp::max) != 0;
+  };
+  r.counted_elsewhere = inner.counted_elsewhere;
+  r.count_replicated = tp.rank() == 0;
+  return r;
+}
+
+}  // namespace strata::parallel

@@ -1,0 +1,30 @@
+// The tensor-parallel group as the layers of a split model see it (nn::TpComm over a Group):
+// blocking in-place all-reduces of activations and their gradients, and the Trainer reductions
+// that make the gradient norm and the overflow check span the tensor-parallel parts.
+#pragma once
+
+#include "framework/nn/tensor_parallel.hpp"
+#include "framework/train/trainer.hpp"
+#include "parallel/comm/group.hpp"
+
+namespace strata::parallel {
+
+class GroupTpComm : public nn::TpComm {
+ public:
+  explicit GroupTpComm(Group tp) : tp_(std::move(tp)) {}
+  nn::TpShard shard() const override { return {tp_.rank(), tp_.size()}; }
+  void all_reduce_sum(const Tensor& t) override;
+  void all_reduce_max(const Tensor& t) override;
+  // Seconds spent in these all-reduces so far.
+  double wait_seconds() const { return wait_s_; }
+
+ private:
+  Group tp_;
+  double wait_s_ = 0;
+};
+
+// `inner` (over dp, or local), then over the tensor-parallel group: the split parameters' squares
+// are summed over the parts, the replicated ones (equal on every part) counted on part 0 only.
+train::ShardReductions tp_reductions(train::ShardReductions inner, const Group& tp);
+
+}  // namespace strata::parallel
