@@ -112,14 +112,19 @@ Tensor Trainer::master_shard(std::size_t u) const {
 
 double Trainer::grad_sum_squares(std::size_t u) const {
   const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
-  return n > 0 ? ops::sum_squares(store_.grad_shard(u).slice(0, 0, n)) : 0.0;
+  if (n == 0) return 0.0;
+  const nn::GradShardScope g(store_, u, false);
+  return ops::sum_squares(g.get().slice(0, 0, n));
 }
 
 bool Trainer::grads_overflow() const {
   bool any = false;
+  store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units() && !any; ++u) {
     const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
-    any = n > 0 && ops::has_inf_or_nan(store_.grad_shard(u).slice(0, 0, n));
+    if (n == 0) continue;
+    const nn::GradShardScope g(store_, u, false);
+    any = ops::has_inf_or_nan(g.get().slice(0, 0, n));
   }
   return red_.any(any);
 }
@@ -136,6 +141,7 @@ StepResult Trainer::step() {
     return r;
   }
   double ss = 0;
+  store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) ss += grad_sum_squares(u);
   ss = red_.sum(ss);
   const double inv_scale = 1.0 / r.loss_scale;
@@ -170,13 +176,15 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
   const DType pd = store_.options().param_dtype;
   std::vector<optim::DecayRun> runs;
   store_.expect_value_shards_in_order();
+  store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     UnitOptimizerState& s = states_->acquire(u);
     const nn::ValueShardScope held(store_, u, /*dirty=*/true);  // written back when released
     const Tensor& vshard = held.get();
     const Tensor master = pd == DType::f32 ? vshard : s.master;
-    const Tensor g = store_.grad_shard(u);
+    const nn::GradShardScope grad(store_, u, /*dirty=*/false);
+    const Tensor g = grad.get();
     runs.clear();
     for (std::size_t i = 0; i < l.params.size(); ++i) {
       // The part of parameter i inside the owned range, as offsets into the owned slice.
@@ -205,7 +213,7 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
     if (!runs.empty()) {
       // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned).
       Tensor g32;
-      const float* grad = f32_grad(store_, u, g32);
+      const float* grad = f32_grad(store_, u, g, g32);
       auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
       optim::AdamWHyper h = opts_.adamw;
       h.lr = lr;

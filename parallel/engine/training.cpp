@@ -65,6 +65,9 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
                                       : offload::make_value_shard_store(cfg_, world.rank(), memory);
   STRATA_CHECK(!so.value_store || stage == 3, "engine",
                "parameter slices can be offloaded at ZeRO stage 3 only (stage is {})", stage);
+  // Gradients go where the optimizer runs: with offload_optimizer, to host memory or NVMe right
+  // after each unit's backward (and reduction).
+  so.grad_store = offload::make_grad_shard_store(cfg_, world.rank(), memory);
   store_ = std::make_unique<nn::ParamStore>(model.units(), so);
   store_->initialize(cfg_.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.

@@ -95,6 +95,9 @@ struct JobSpec {
   int micro = 2, accum = 2;
   std::string tokens;  // token file
   parallel::CheckpointOptions ckpt;
+  // offload_optimizer (and so gradient offload); nvme: swap files under `swap`.
+  config::OffloadDevice offload = config::OffloadDevice::none;
+  std::string swap;
 };
 
 // One data-parallel training job over `dp` (also its world).
@@ -112,6 +115,12 @@ struct Job {
     cfg.strata.checkpoint.save_total_limit = s.ckpt.retention.save_total_limit;
     cfg.strata.checkpoint.keep_every = s.ckpt.retention.keep_every;
     cfg.strata.checkpoint.async = s.ckpt.async;
+    cfg.zero_optimization.offload_optimizer.device = s.offload;
+    if (s.offload == config::OffloadDevice::nvme) {
+      cfg.zero_optimization.offload_optimizer.nvme_path = s.swap;
+      cfg.zero_optimization.offload_optimizer.buffer_count = 2;
+      cfg.aio.block_size = 8192;
+    }
     r = std::make_unique<Replica>(s.model, cfg, dp);
     sampler = std::make_unique<data::BatchSampler>(*file, s.model.block_size, s.micro, dp.size(),
                                                    dp.rank(), true, 99);

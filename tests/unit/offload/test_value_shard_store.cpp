@@ -137,5 +137,48 @@ TEST(ValueShardStores, ConfigPicksTheStore) {
   EXPECT_NE(n->swapper().path().find("rank2-params"), std::string::npos);
 }
 
+// The gradient store (Category::grads): a "grads" swap file charged under grads; zero(u) hands
+// out zeros at the next acquire without reading the file, and a dirty release makes the file's
+// contents count again.
+TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
+  ScratchDir dir("grads");
+  MemoryLedger ledger;
+  SwapperOptions o;
+  o.dir = dir.str();
+  o.buffer_count = 2;
+  o.aio.block_size = 8192;
+  o.ledger = &ledger;
+  NvmeValueShardStore s(o, Category::grads);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) s.create(u, kSizes[u], DType::f32);
+  EXPECT_NE(s.swapper().path().find("grads"), std::string::npos) << s.swapper().path();
+  EXPECT_GT(ledger.current(Tier::nvme, Category::grads), 0u);
+  EXPECT_EQ(ledger.current(Tier::nvme, Category::params), 0u);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {
+    fill(s.acquire(u), 1, u);
+    s.release(u, true);
+  }
+  s.flush();
+  for (std::size_t u = 0; u < kSizes.size(); ++u) s.zero(u);
+  s.swapper().reset_stats();
+  std::vector<std::size_t> all(kSizes.size());
+  for (std::size_t u = 0; u < all.size(); ++u) all[u] = u;
+  s.expect(all);  // nothing is read ahead for zeroed units either
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {
+    Tensor t = s.acquire(u);
+    for (float x : t.to_vector()) ASSERT_EQ(x, 0.0f) << "unit " << u;
+    if (u % 2 == 0) fill(t, 2, u);  // written: the file counts again
+    s.release(u, u % 2 == 0);
+  }
+  s.flush();
+  EXPECT_EQ(s.swapper().stats().bytes_read, 0u);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {
+    Tensor t = s.acquire(u);
+    if (u % 2 == 0) EXPECT_EQ(t.to_vector(), expected(t, 2, u)) << "unit " << u;
+    else for (float x : t.to_vector()) ASSERT_EQ(x, 0.0f) << "unit " << u;  // still zero
+    s.release(u, false);
+  }
+  EXPECT_GT(s.swapper().stats().bytes_read, 0u);
+}
+
 }  // namespace
 }  // namespace strata::offload
