@@ -137,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(Stages, GradOffload,
                          case_name);
 
 // N ranks with gradients (and optimizer state) on NVMe train like one rank with N times the
-// micro-batch (data parallelism's usual tolerance: reductions sum in another order).
+// micro-batch (data parallelism's usual tolerance: reductions sum in another order; at np 1 the
+// two runs are the same job, bitwise).
 TEST(GradOffloadRanks, NRanksMatchOneRank) {
   const auto& w = world();
   const int N = w.size(), b = 2, accum = 2, steps = 6;
@@ -160,7 +161,9 @@ TEST(GradOffloadRanks, NRanksMatchOneRank) {
       EXPECT_NEAR(a.result.grad_norm, r.result.grad_norm, 1e-5 * r.result.grad_norm)
           << "stage " << stage << ", step " << s;
     }
-    EXPECT_LT(rel_max(dp.master_weights(), ref.master_weights()), 1e-6) << "stage " << stage;
+    // AdamW turns round-off of near-zero gradients into O(lr) weight differences: the bound of
+    // test_dp_equivalence.cpp (relative L2 5e-6).
+    EXPECT_LT(rel_l2(dp.master_weights(), ref.master_weights()), 5e-6) << "stage " << stage;
   }
 }
 
