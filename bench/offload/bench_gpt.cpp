@@ -61,10 +61,11 @@ std::string cpu_flags() {
     if (line.rfind("flags", 0) != 0) continue;
     std::istringstream words(line);
     for (std::string w; words >> w;)
-      if (w.rfind("avx512", 0) == 0) out += (out.empty() ? "" : " ") + w;
+      if (w.rfind("avx512", 0) == 0 || w == "avx2" || w == "fma" || w == "f16c")
+        out += (out.empty() ? "" : " ") + w;
     break;
   }
-  return out.empty() ? "(no avx512)" : out;
+  return out.empty() ? "(no AVX2, no AVX-512)" : out;
 }
 
 // What one NVMe swap file moved in a step.

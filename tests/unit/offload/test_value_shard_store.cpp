@@ -35,13 +35,8 @@ TEST(ValueShardStores, RoundTripBitwiseAndChargeTheirTier) {
   ScratchDir dir("params");
   for (DType dt : {DType::bf16, DType::f32}) {
     MemoryLedger ledger;
-    SwapperOptions o;
-    o.dir = dir.str();
-    o.buffer_count = 3;
-    o.aio.block_size = 8192;
-    o.ledger = &ledger;
     HostValueShardStore host(false, &ledger);
-    NvmeValueShardStore nvme(o);
+    NvmeValueShardStore nvme(test::small_swapper(dir, 3, &ledger));
     for (std::size_t u = 0; u < kSizes.size(); ++u) {
       host.create(u, kSizes[u], dt);
       nvme.create(u, kSizes[u], dt);
@@ -143,12 +138,7 @@ TEST(ValueShardStores, ConfigPicksTheStore) {
 TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
   ScratchDir dir("grads");
   MemoryLedger ledger;
-  SwapperOptions o;
-  o.dir = dir.str();
-  o.buffer_count = 2;
-  o.aio.block_size = 8192;
-  o.ledger = &ledger;
-  NvmeValueShardStore s(o, Category::grads);
+  NvmeValueShardStore s(test::small_swapper(dir, 2, &ledger), Category::grads);
   for (std::size_t u = 0; u < kSizes.size(); ++u) s.create(u, kSizes[u], DType::f32);
   EXPECT_NE(s.swapper().path().find("grads"), std::string::npos) << s.swapper().path();
   EXPECT_GT(ledger.current(Tier::nvme, Category::grads), 0u);
