@@ -52,8 +52,8 @@ NvmeValueShardStore::NvmeValueShardStore(SwapperOptions opts, Category category)
 
 void NvmeValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
   STRATA_CHECK(u == units_.size(), "offload", "slice created out of order (unit {})", u);
-  swapper_.add_unit(slice_bytes(elements, dtype));  // reads as zeros until written
-  units_.push_back(Unit{elements, dtype});
+  swapper_.add_unit(slice_bytes(elements, dtype));
+  units_.push_back(Unit{elements, dtype, /*zero=*/true});  // zeros until written: never read
 }
 
 void NvmeValueShardStore::zero(std::size_t u) {

@@ -47,7 +47,7 @@ class HostValueShardStore final : public ValueShardStore {
 // engine's unit schedule, the optimizer's and checkpoints' 0..n-1), so the gather of the next
 // unit finds its slice resident or in flight; without an expectation it reads nothing ahead.
 // zero(u) only marks the unit: its next acquire hands out zeros without reading (and nothing is
-// read ahead for it), so gradients zeroed after a step cost no I/O.
+// read ahead for it), so gradients zeroed after a step cost no I/O; a new unit starts marked.
 class NvmeValueShardStore final : public ValueShardStore {
  public:
   explicit NvmeValueShardStore(SwapperOptions opts, Category category = Category::params);

@@ -132,9 +132,9 @@ TEST(ValueShardStores, ConfigPicksTheStore) {
   EXPECT_NE(n->swapper().path().find("rank2-params"), std::string::npos);
 }
 
-// The gradient store (Category::grads): a "grads" swap file charged under grads; zero(u) hands
-// out zeros at the next acquire without reading the file, and a dirty release makes the file's
-// contents count again.
+// The gradient store (Category::grads): a "grads" swap file charged under grads; new units and
+// zero(u) hand out zeros at the next acquire without reading the file, and a dirty release makes
+// the file's contents count again.
 TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
   ScratchDir dir("grads");
   MemoryLedger ledger;
@@ -143,10 +143,13 @@ TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
   EXPECT_NE(s.swapper().path().find("grads"), std::string::npos) << s.swapper().path();
   EXPECT_GT(ledger.current(Tier::nvme, Category::grads), 0u);
   EXPECT_EQ(ledger.current(Tier::nvme, Category::params), 0u);
-  for (std::size_t u = 0; u < kSizes.size(); ++u) {
-    fill(s.acquire(u), 1, u);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {  // new units: zeros, not read
+    Tensor t = s.acquire(u);
+    for (float x : t.to_vector()) ASSERT_EQ(x, 0.0f) << "unit " << u;
+    fill(t, 1, u);
     s.release(u, true);
   }
+  EXPECT_EQ(s.swapper().stats().bytes_read, 0u);
   s.flush();
   for (std::size_t u = 0; u < kSizes.size(); ++u) s.zero(u);
   s.swapper().reset_stats();
