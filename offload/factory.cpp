@@ -68,6 +68,8 @@ void check_nvme_dir(const std::string& key, const std::string& dir, const config
               w < 0 ? std::strerror(e) : "short write");
 }
 
+}  // namespace
+
 SwapperOptions swapper_options(const config::Config& cfg, const std::string& dir, int rank,
                                std::int64_t buffer_count, bool pin, const TensorOptions& memory) {
   SwapperOptions o;
@@ -79,8 +81,6 @@ SwapperOptions swapper_options(const config::Config& cfg, const std::string& dir
   o.ledger = memory.ledger;
   return o;
 }
-
-}  // namespace
 
 void validate(const config::Config& cfg, int zero_stage) {
   const auto& z = cfg.zero_optimization;
@@ -164,6 +164,12 @@ std::string describe(const config::Config& cfg) {
     case OffloadDevice::none: out += "the device"; break;
     case OffloadDevice::cpu: out += "the host" + pin_note(oo.pin_memory); break;
     case OffloadDevice::nvme: out += nvme_note(cfg, oo.nvme_path, oo.buffer_count, oo.pin_memory); break;
+  }
+  // Gradient offload comes with optimizer offload: the gradients go where the optimizer reads them.
+  switch (oo.device) {
+    case OffloadDevice::none: out += "; gradients on the device"; break;
+    case OffloadDevice::cpu: out += "; gradients on the host"; break;
+    case OffloadDevice::nvme: out += "; gradients on nvme (a grads swap file beside it)"; break;
   }
   out += "; parameters ";
   switch (op.device) {

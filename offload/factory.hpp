@@ -9,6 +9,7 @@
 #include "framework/config/config.hpp"
 #include "framework/core/tensor.hpp"
 #include "framework/train/state_store.hpp"
+#include "offload/swapper.hpp"
 
 namespace strata::offload {
 
@@ -26,9 +27,13 @@ void validate(const config::Config& cfg, int zero_stage);
 std::unique_ptr<train::OptimizerStateStore> make_state_store(const config::Config& cfg, int rank,
                                                              const TensorOptions& memory);
 
-// One line for logs: where optimizer state and parameters live, e.g. "optimizer state on nvme
-// (/mnt/nvme, 4 buffers, io_uring 8 x 1.00 MiB x 1 thread(s)); parameters as owned slices on the
-// host".
+// The swapper of an NVMe store: its directory, rank, buffers and pinning, aio from the config.
+SwapperOptions swapper_options(const config::Config& cfg, const std::string& dir, int rank,
+                               std::int64_t buffer_count, bool pin, const TensorOptions& memory);
+
+// One line for logs: where optimizer state, gradients and parameters live, e.g. "optimizer
+// state on nvme (/mnt/nvme, 4 buffers, io_uring 8 x 1.00 MiB x 1 thread(s)); gradients on nvme (a
+// grads swap file beside it); parameters as owned slices on the host".
 std::string describe(const config::Config& cfg);
 
 }  // namespace strata::offload

@@ -5,6 +5,7 @@
 
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/memory/size.hpp"
+#include "offload/factory.hpp"
 
 namespace strata::offload {
 
@@ -18,12 +19,12 @@ std::uint64_t slice_bytes(std::int64_t n, DType dt) {
 }
 }  // namespace
 
-HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger)
-    : pin_(pin_memory), ledger_(ledger ? *ledger : MemoryLedger::global()) {}
+HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger, Category category)
+    : pin_(pin_memory), ledger_(ledger ? *ledger : MemoryLedger::global()), category_(category) {}
 
 void HostValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
-  STRATA_CHECK(u == units_.size(), "offload", "parameter slice created out of order (unit {})", u);
-  Unit un{HostBuffer(slice_bytes(elements, dtype), Category::params, pin_, ledger_), elements, dtype};
+  STRATA_CHECK(u == units_.size(), "offload", "slice created out of order (unit {})", u);
+  Unit un{HostBuffer(slice_bytes(elements, dtype), category_, pin_, ledger_), elements, dtype};
   std::memset(un.buf.data(), 0, un.buf.size());
   units_.push_back(std::move(un));
 }
@@ -39,19 +40,25 @@ std::string HostValueShardStore::where() const {
 }
 
 namespace {
-SwapperOptions for_params(SwapperOptions o) {
-  o.what = "params";
-  o.category = Category::params;
+SwapperOptions for_category(SwapperOptions o, Category c) {
+  o.what = c == Category::grads ? "grads" : "params";
+  o.category = c;
   return o;
 }
 }  // namespace
 
-NvmeValueShardStore::NvmeValueShardStore(SwapperOptions opts) : swapper_(for_params(std::move(opts))) {}
+NvmeValueShardStore::NvmeValueShardStore(SwapperOptions opts, Category category)
+    : swapper_(for_category(std::move(opts), category)) {}
 
 void NvmeValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
-  STRATA_CHECK(u == units_.size(), "offload", "parameter slice created out of order (unit {})", u);
-  swapper_.add_unit(slice_bytes(elements, dtype));  // reads as zeros until written
-  units_.push_back(Unit{elements, dtype});
+  STRATA_CHECK(u == units_.size(), "offload", "slice created out of order (unit {})", u);
+  swapper_.add_unit(slice_bytes(elements, dtype));
+  units_.push_back(Unit{elements, dtype, /*zero=*/true});  // zeros until written: never read
+}
+
+void NvmeValueShardStore::zero(std::size_t u) {
+  STRATA_CHECK(u < units_.size(), "offload", "unit {} of {}", u, units_.size());
+  units_[u].zero = true;
 }
 
 std::string NvmeValueShardStore::where() const {
@@ -68,7 +75,8 @@ void NvmeValueShardStore::expect(std::vector<std::size_t> upcoming) {
 void NvmeValueShardStore::read_ahead() {
   std::vector<std::size_t> next;
   for (std::size_t i = next_; i < expected_.size() && next.size() + 1 < static_cast<std::size_t>(swapper_.buffer_count()); ++i)
-    if (std::find(next.begin(), next.end(), expected_[i]) == next.end()) next.push_back(expected_[i]);
+    if (!units_[expected_[i]].zero && std::find(next.begin(), next.end(), expected_[i]) == next.end())
+      next.push_back(expected_[i]);
   if (!next.empty()) swapper_.prefetch(next);
 }
 
@@ -78,13 +86,16 @@ Tensor NvmeValueShardStore::acquire(std::size_t u) {
   // callers went elsewhere, and nothing more is read ahead until they say what comes next.
   if (next_ < expected_.size() && expected_[next_] == u) ++next_;
   else expected_.clear(), next_ = 0;
-  std::byte* buf = swapper_.acquire(u);
+  Unit& un = units_[u];
+  std::byte* buf = swapper_.acquire(u, /*fresh=*/un.zero);  // a zeroed unit is not read
+  if (un.zero) std::memset(buf, 0, slice_bytes(un.elements, un.dtype));
   read_ahead();
-  return view(buf, units_[u].elements, units_[u].dtype);
+  return view(buf, un.elements, un.dtype);
 }
 
 void NvmeValueShardStore::release(std::size_t u, bool dirty) {
   swapper_.release(u, dirty);
+  if (dirty) units_[u].zero = false;  // the file holds what was written
   read_ahead();
 }
 
@@ -96,16 +107,25 @@ std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cf
       return nullptr;
     case config::OffloadDevice::cpu:
       return std::make_unique<HostValueShardStore>(op.pin_memory, memory.ledger);
-    case config::OffloadDevice::nvme: {
-      SwapperOptions o;
-      o.dir = op.nvme_path;
-      o.rank = rank;
-      o.buffer_count = static_cast<int>(op.buffer_count);
-      o.pin_memory = op.pin_memory;
-      o.aio = aio_options(cfg.aio);
-      o.ledger = memory.ledger;
-      return std::make_unique<NvmeValueShardStore>(o);
-    }
+    case config::OffloadDevice::nvme:
+      return std::make_unique<NvmeValueShardStore>(
+          swapper_options(cfg, op.nvme_path, rank, op.buffer_count, op.pin_memory, memory));
+  }
+  return nullptr;
+}
+
+std::unique_ptr<ValueShardStore> make_grad_shard_store(const config::Config& cfg, int rank,
+                                                       const TensorOptions& memory) {
+  const auto& oo = cfg.zero_optimization.offload_optimizer;
+  switch (oo.device) {
+    case config::OffloadDevice::none:
+      return nullptr;
+    case config::OffloadDevice::cpu:
+      return std::make_unique<HostValueShardStore>(oo.pin_memory, memory.ledger, Category::grads);
+    case config::OffloadDevice::nvme:
+      return std::make_unique<NvmeValueShardStore>(
+          swapper_options(cfg, oo.nvme_path, rank, oo.buffer_count, oo.pin_memory, memory),
+          Category::grads);
   }
   return nullptr;
 }

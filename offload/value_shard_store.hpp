@@ -1,6 +1,7 @@
-// The parameter-slice stores of offload_param (ZeRO-3): the host tier ("cpu") or a per-rank NVMe
-// swap file ("nvme"), behind nn::ValueShardStore, which nn::ParamStore asks for a unit's slice
-// around each use (the all-gather before forward/backward, the optimizer update, checkpoints).
+// The slice stores of offload_param (ZeRO-3 parameter slices) and of gradient offload (implied by
+// offload_optimizer): the host tier ("cpu") or a per-rank NVMe swap file ("nvme"), behind
+// nn::ValueShardStore, which nn::ParamStore asks for a unit's slice around each use (the
+// all-gather before forward/backward, a reduction's accumulation, the optimizer, checkpoints).
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,11 @@ namespace strata::offload {
 
 using ValueShardStore = nn::ValueShardStore;
 
-// offload_param.device = "cpu": every slice in host memory (pinned when asked and possible),
-// charged to the host tier under params.
+// "cpu": every slice in host memory (pinned when asked and possible), charged to the host tier
+// under `category` (params, or grads for the gradient store).
 class HostValueShardStore final : public ValueShardStore {
  public:
-  HostValueShardStore(bool pin_memory, MemoryLedger* ledger);
+  HostValueShardStore(bool pin_memory, MemoryLedger* ledger, Category category = Category::params);
   void create(std::size_t u, std::int64_t elements, DType dtype) override;
   Tensor acquire(std::size_t u) override;
   void release(std::size_t, bool) override {}
@@ -37,20 +38,24 @@ class HostValueShardStore final : public ValueShardStore {
   };
   bool pin_;
   MemoryLedger& ledger_;
+  Category category_;
   std::vector<Unit> units_;
 };
 
-// offload_param.device = "nvme": slices in this rank's "params" swap file, buffer_count host
-// buffers. Reads ahead the units its callers say come next (expect(): the engine's unit schedule,
-// the optimizer's and checkpoints' 0..n-1), so the gather of the next unit finds its slice
-// resident or in flight; without an expectation it reads nothing ahead.
+// "nvme": slices in this rank's "params" (or, with Category::grads, "grads") swap file,
+// buffer_count host buffers. Reads ahead the units its callers say come next (expect(): the
+// engine's unit schedule, the optimizer's and checkpoints' 0..n-1), so the gather of the next
+// unit finds its slice resident or in flight; without an expectation it reads nothing ahead.
+// zero(u) only marks the unit: its next acquire hands out zeros without reading (and nothing is
+// read ahead for it), so gradients zeroed after a step cost no I/O; a new unit starts marked.
 class NvmeValueShardStore final : public ValueShardStore {
  public:
-  explicit NvmeValueShardStore(SwapperOptions opts);
+  explicit NvmeValueShardStore(SwapperOptions opts, Category category = Category::params);
   void create(std::size_t u, std::int64_t elements, DType dtype) override;
   void expect(std::vector<std::size_t> upcoming) override;
   Tensor acquire(std::size_t u) override;
   void release(std::size_t u, bool dirty) override;
+  void zero(std::size_t u) override;
   std::size_t num_units() const override { return units_.size(); }
   std::string where() const override;
   // Waits for every write-back; throws the first I/O error (naming the swap file).
@@ -66,6 +71,7 @@ class NvmeValueShardStore final : public ValueShardStore {
   struct Unit {
     std::int64_t elements;
     DType dtype;
+    bool zero = false;  // reads as zeros whatever the file holds, until written
   };
   Swapper swapper_;
   std::vector<Unit> units_;
@@ -76,5 +82,10 @@ class NvmeValueShardStore final : public ValueShardStore {
 // The store offload_param asks for: nullptr for "none". Bytes are charged to memory.ledger.
 std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cfg, int rank,
                                                         const TensorOptions& memory);
+// The gradient store that offload_optimizer implies (gradient offload): nullptr for "none",
+// host memory for "cpu", a "grads" swap file under offload_optimizer.nvme_path for "nvme" (with
+// offload_optimizer's buffer_count and pin_memory).
+std::unique_ptr<ValueShardStore> make_grad_shard_store(const config::Config& cfg, int rank,
+                                                       const TensorOptions& memory);
 
 }  // namespace strata::offload

@@ -23,10 +23,13 @@
 
 #include "framework/core/error.hpp"
 #include "framework/memory/size.hpp"
+#include "bench/offload/raw_disk.hpp"
 #include "offload/swapper.hpp"
 
 using namespace strata;
 using namespace strata::offload;
+using strata::bench::Raw;
+using strata::bench::raw_bandwidth;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -36,40 +39,6 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-struct Raw {
-  double write_bps = 0, read_bps = 0;
-};
-
-// Sequential O_DIRECT pwrite then pread of `total` bytes, one call at a time, for each chunk
-// size (the kernel splits a call into the device's largest requests); the best of each direction.
-Raw raw_bandwidth(const std::string& dir, std::uint64_t total, const std::vector<std::uint64_t>& chunks) {
-  const std::string path = dir + "/strata-bench-raw-" + std::to_string(getpid()) + ".bin";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
-  if (fd < 0) user_fail("bench", "cannot open {} with O_DIRECT: {}", path, std::strerror(errno));
-  if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(total)); rc != 0)
-    user_fail("bench", "cannot reserve {} in {}: {}", format_bytes(total), path, std::strerror(rc));
-  Raw best;
-  for (const std::uint64_t chunk : chunks) {
-    void* buf = std::aligned_alloc(4096, chunk);
-    std::memset(buf, 0x42, chunk);
-    auto t0 = Clock::now();
-    for (std::uint64_t off = 0; off < total; off += chunk)
-      if (::pwrite(fd, buf, std::min(chunk, total - off), static_cast<off_t>(off)) < 0)
-        user_fail("bench", "pwrite: {}", std::strerror(errno));
-    ::fdatasync(fd);
-    best.write_bps = std::max(best.write_bps, static_cast<double>(total) / since(t0));
-    t0 = Clock::now();
-    for (std::uint64_t off = 0; off < total; off += chunk)
-      if (::pread(fd, buf, std::min(chunk, total - off), static_cast<off_t>(off)) < 0)
-        user_fail("bench", "pread: {}", std::strerror(errno));
-    best.read_bps = std::max(best.read_bps, static_cast<double>(total) / since(t0));
-    std::free(buf);
-  }
-  ::close(fd);
-  ::unlink(path.c_str());
-  return best;
 }
 
 }  // namespace

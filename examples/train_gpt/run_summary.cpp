@@ -86,9 +86,10 @@ std::string run_summary(const SummaryInputs& in) {
                    parallel::describe(pred));
   for (const Tier t : {Tier::host, Tier::nvme}) {
     const auto p = ledger.current(t, Category::params), o = ledger.current(t, Category::optimizer);
-    if (p + o > 0)
-      s += fmt::format("           offloaded to {}: params {}, optimizer {}\n", tier_name(t),
-                       format_bytes(p), format_bytes(o));
+    const auto g = ledger.current(t, Category::grads);
+    if (p + g + o > 0)
+      s += fmt::format("           offloaded to {}: params {}, grads {}, optimizer {}\n",
+                       tier_name(t), format_bytes(p), format_bytes(g), format_bytes(o));
   }
   std::string caps;
   for (const auto& [name, cap] : {std::pair{"device", cfg.strata.memory.device_limit},

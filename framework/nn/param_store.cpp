@@ -46,7 +46,10 @@ ParamStore::ParamStore(std::vector<std::vector<Parameter*>> units, const ParamSt
       opts.value_store->create(layouts_.size(), l.hi - l.lo, opts.param_dtype);
     else if (opts.shard_values) vs = Tensor::zeros(Shape{l.hi - l.lo}, opts.param_dtype, pmem);
     else v = Tensor::zeros(Shape{l.padded}, opts.param_dtype, pmem);
-    if (opts.shard_grads) gs = Tensor::zeros(Shape{l.hi - l.lo}, opts.grad_dtype, gmem);
+    if (opts.grad_store)
+      opts.grad_store->create(layouts_.size(), opts.shard_grads ? l.hi - l.lo : l.padded,
+                              opts.grad_dtype);
+    else if (opts.shard_grads) gs = Tensor::zeros(Shape{l.hi - l.lo}, opts.grad_dtype, gmem);
     else g = Tensor::zeros(Shape{l.padded}, opts.grad_dtype, gmem);
     point_views(l, v, false);
     point_views(l, g, true);
@@ -85,8 +88,28 @@ void ParamStore::expect_value_shards_in_order() const {
 }
 
 Tensor ParamStore::grad_shard(std::size_t u) const {
+  STRATA_CHECK(!opts_.grad_store, "nn", "unit {}: gradients are offloaded; use "
+               "acquire_grad_shard / release_grad_shard", u);
   if (opts_.shard_grads) return grad_shards_[u];
   return grads_[u].slice(0, layouts_[u].lo, layouts_[u].hi);
+}
+
+Tensor ParamStore::acquire_grad_shard(std::size_t u) const {
+  if (!opts_.grad_store) return grad_shard(u);
+  Tensor t = opts_.grad_store->acquire(u);
+  // Without shard_grads the store holds the whole unit: its owned part.
+  return opts_.shard_grads ? t : t.slice(0, layouts_[u].lo, layouts_[u].hi);
+}
+
+void ParamStore::release_grad_shard(std::size_t u, bool dirty) const {
+  if (opts_.grad_store) opts_.grad_store->release(u, dirty);
+}
+
+void ParamStore::expect_grad_shards_in_order() const {
+  if (!opts_.grad_store) return;
+  std::vector<std::size_t> all(layouts_.size());
+  for (std::size_t u = 0; u < all.size(); ++u) all[u] = u;
+  opts_.grad_store->expect(std::move(all));
 }
 
 void ParamStore::bind_values(std::size_t u, const Tensor& full) {
@@ -112,7 +135,8 @@ void ParamStore::bind_grads(std::size_t u, const Tensor& full) {
 }
 
 void ParamStore::unbind_grads(std::size_t u) {
-  STRATA_CHECK(opts_.shard_grads, "nn", "unit {}: gradients are not sharded, cannot unbind", u);
+  STRATA_CHECK(grads_transient(), "nn", "unit {}: gradients are neither sharded nor offloaded, "
+               "cannot unbind", u);
   grads_[u] = {};
   point_views(layouts_[u], Tensor(), true);
 }
@@ -143,7 +167,8 @@ void ParamStore::initialize(std::uint64_t seed) {
 
 void ParamStore::zero_grads() {
   for (std::size_t u = 0; u < layouts_.size(); ++u) {
-    if (opts_.shard_grads) grad_shards_[u].zero();
+    if (opts_.grad_store) opts_.grad_store->zero(u);
+    else if (opts_.shard_grads) grad_shards_[u].zero();
     if (grads_[u].defined()) grads_[u].zero();
   }
 }

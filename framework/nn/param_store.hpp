@@ -3,7 +3,9 @@
 // evenly. Shard i of n owns elements [i*padded/n, (i+1)*padded/n) of every unit — the one
 // partition rule that ZeRO stages and checkpoints share. With shard_values (ZeRO-3) or
 // shard_grads (ZeRO-2) only the owned slice is stored; the engine binds full, transient buffers
-// around each use. Initialisation is a pure function of (seed, name, element index).
+// around each use. With a grad_store (gradient offload) the stored gradients live there instead
+// and the device holds gradients only as transient full buffers around each unit's backward.
+// Initialisation is a pure function of (seed, name, element index).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,11 @@ struct ParamStoreOptions {
   bool shard_grads = false;   // store only the owned slice of gradients
   // With shard_values: where the owned slices live (offload_param); null: on `memory`.
   std::shared_ptr<ValueShardStore> value_store{};
+  // Where the stored gradients live (gradient offload); null: on `memory`. It holds the owned
+  // slice of each unit with shard_grads, else the whole padded unit (ZeRO-1 accumulates
+  // unreduced gradients until the last micro-batch). Gradients on `memory` are then only the
+  // full buffers the engine binds around each unit's backward.
+  std::shared_ptr<ValueShardStore> grad_store{};
 };
 
 class ParamStore {
@@ -64,7 +71,18 @@ class ParamStore {
   // without one); in_order: 0..n-1, as the optimizer, initialisation and checkpoints go.
   void expect_value_shards(std::vector<std::size_t> order) const;
   void expect_value_shards_in_order() const;
+  // The owned gradient slice (a view). Throws when gradients are offloaded (grad_store): use
+  // acquire/release_grad_shard (or GradShardScope).
   Tensor grad_shard(std::size_t u) const;
+  // The owned gradient slice, resident until release_grad_shard(u, dirty); without a
+  // grad_store: grad_shard(u), and release does nothing.
+  Tensor acquire_grad_shard(std::size_t u) const;
+  void release_grad_shard(std::size_t u, bool dirty) const;
+  void expect_grad_shards_in_order() const;
+  // Gradients are offloaded: none are stored on `memory`; full buffers exist only while bound.
+  bool grads_offloaded() const { return opts_.grad_store != nullptr; }
+  // Whether the stored gradients are only the owned slices (shard_grads) or whole units.
+  bool grads_transient() const { return opts_.shard_grads || grads_offloaded(); }
 
   // Points the unit's parameters at a full flat buffer (size padded) of values / gradients; used
   // for gathered ZeRO-3 parameters and transient ZeRO-2 gradient buffers. unbind_* undoes it
@@ -86,21 +104,24 @@ class ParamStore {
   std::vector<Tensor> value_shards_, grad_shards_;  // owned slices when sharded
 };
 
-// Unit u's owned value slice for a scope: acquire_value_shard on construction,
-// release_value_shard(u, dirty) on destruction (errors of an offloaded write-back surface at
-// the store's next use, never from a destructor).
-class ValueShardScope {
+// Unit u's owned value (Grads = false) or gradient slice for a scope: acquire_*_shard on
+// construction, release_*_shard(u, dirty) on destruction (errors of an offloaded write-back
+// surface at the store's next use, never from a destructor).
+template <bool Grads>
+class ShardScope {
  public:
-  ValueShardScope(const ParamStore& s, std::size_t u, bool dirty)
-      : store_(s), u_(u), dirty_(dirty), t_(s.acquire_value_shard(u)) {}
-  ~ValueShardScope() {
+  ShardScope(const ParamStore& s, std::size_t u, bool dirty)
+      : store_(s), u_(u), dirty_(dirty),
+        t_(Grads ? s.acquire_grad_shard(u) : s.acquire_value_shard(u)) {}
+  ~ShardScope() {
     try {
-      store_.release_value_shard(u_, dirty_);
+      if (Grads) store_.release_grad_shard(u_, dirty_);
+      else store_.release_value_shard(u_, dirty_);
     } catch (...) {
     }
   }
-  ValueShardScope(const ValueShardScope&) = delete;
-  ValueShardScope& operator=(const ValueShardScope&) = delete;
+  ShardScope(const ShardScope&) = delete;
+  ShardScope& operator=(const ShardScope&) = delete;
   const Tensor& get() const { return t_; }
 
  private:
@@ -109,6 +130,8 @@ class ValueShardScope {
   bool dirty_;
   Tensor t_;
 };
+using ValueShardScope = ShardScope<false>;
+using GradShardScope = ShardScope<true>;
 
 // The owned range [lo, hi) of shard `index` of `count` in a buffer of `padded` elements.
 inline std::pair<std::int64_t, std::int64_t> shard_range(std::int64_t padded, int count, int index) {

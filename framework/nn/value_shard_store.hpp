@@ -1,7 +1,8 @@
-// ValueShardStore: where ZeRO-3's owned parameter slices live when they are offloaded
-// (zero_optimization.offload_param): the ParamStore asks for a unit's slice around each use — the
-// all-gather before forward/backward, the optimizer update, checkpoints. Implemented by offload/
-// (host memory, NVMe swap files).
+// ValueShardStore: where a ParamStore's per-unit slices live when they are offloaded — ZeRO-3's
+// owned parameter slices (zero_optimization.offload_param) and the gradients (offloaded with
+// offload_optimizer): the ParamStore asks for a unit's slice around each use — the all-gather
+// before forward/backward, a gradient reduction's accumulation, the optimizer update,
+// checkpoints. Implemented by offload/ (host memory, NVMe swap files).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +27,13 @@ class ValueShardStore {
   virtual Tensor acquire(std::size_t u) = 0;
   // Done with unit u; `dirty` when it was written.
   virtual void release(std::size_t u, bool dirty) = 0;
+  // Sets unit u to zeros (gradients between steps). A store on slow media may only remember it
+  // and hand out zeros at the next acquire without reading.
+  virtual void zero(std::size_t u) {
+    Tensor t = acquire(u);
+    t.zero();
+    release(u, true);
+  }
   // Every write-back so far is complete; throws the first error (the Trainer calls it at the end
   // of each step, so a failed write fails that step). Nothing to do for a store in memory.
   virtual void flush() {}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "framework/backend/ops/ops.hpp"
 #include "framework/train/grad_view.hpp"
@@ -15,11 +16,13 @@ namespace {
 // not, also when f throws) and its owned gradients as f32.
 template <typename F>
 void for_each_unit(nn::ParamStore& store, OptimizerStateStore& states, bool dirty, F&& f) {
+  store.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store.num_units(); ++u) {
     UnitOptimizerState& s = states.acquire(u);
     try {
       Tensor keep;
-      f(u, s, f32_grad(store, u, keep));
+      const nn::GradShardScope g(store, u, false);
+      f(u, s, f32_grad(store, u, g.get(), keep));
     } catch (...) {
       states.release(u, dirty);
       throw;
@@ -110,6 +113,7 @@ double AdafactorStep::run(nn::ParamStore& store, OptimizerStateStore& states,
   // ---- the new statistics (the same on every shard) and the matrices' update sums ----
   std::vector<float> factors(F);  // row factors where the rows are, column factors after them
   std::vector<double> u_sq_fac(P, 0.0);
+  store.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < units_.size(); ++u) {
     const Unit& unit = units_[u];
     for (const Param& p : unit.params) {
@@ -125,10 +129,11 @@ double AdafactorStep::run(nn::ParamStore& store, OptimizerStateStore& states,
     }
     Tensor keep;
     const float* g = nullptr;
+    std::optional<nn::GradShardScope> held;
     const nn::UnitLayout& l = store.layout(u);
     for (const Param& p : unit.params) {
       if (!p.factored || p.a >= p.b) continue;
-      if (!g) g = f32_grad(store, u, keep);
+      if (!g) g = f32_grad(store, u, held.emplace(store, u, false).get(), keep);
       const std::int64_t at = unit.fac_base + p.fac;
       u_sq_fac[p.global] += optim::adafactor_factored_sumsq(
           g + (p.a - l.lo), p.a - p.offset, static_cast<std::size_t>(p.b - p.a), p.cols,

@@ -14,9 +14,10 @@ inline std::size_t owned_numel(const nn::UnitLayout& l) {
   return static_cast<std::size_t>(std::max<std::int64_t>(0, std::min(l.hi, l.numel) - l.lo));
 }
 
-// Unit u's owned gradients [lo, lo + owned_numel) as f32; `keep` holds the widened copy.
-inline const float* f32_grad(const nn::ParamStore& store, std::size_t u, Tensor& keep) {
-  const Tensor g = store.grad_shard(u);
+// Unit u's owned gradients [lo, lo + owned_numel) as f32, from `g` (its acquired owned slice,
+// store.acquire_grad_shard / nn::GradShardScope); `keep` holds the widened copy.
+inline const float* f32_grad(const nn::ParamStore& store, std::size_t u, const Tensor& g,
+                             Tensor& keep) {
   if (g.dtype() == DType::f32) return g.data<float>();
   const std::size_t owned = owned_numel(store.layout(u));
   keep = Tensor::empty(Shape{static_cast<std::int64_t>(owned)}, DType::f32,

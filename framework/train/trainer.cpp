@@ -114,23 +114,27 @@ double Trainer::grad_sum_squares(std::size_t u) const {
   const nn::UnitLayout& l = store_.layout(u);
   const auto n = static_cast<std::int64_t>(owned_numel(l));
   if (n <= 0) return 0.0;
-  if (red_.count_replicated) return ops::sum_squares(store_.grad_shard(u).slice(0, 0, n));
+  const nn::GradShardScope g(store_, u, false);  // offloaded gradients: read from their store
+  if (red_.count_replicated) return ops::sum_squares(g.get().slice(0, 0, n));
   // Only the split parameters' parts of the owned slice [lo, lo + n).
   double ss = 0.0;
   for (std::size_t i = 0; i < l.params.size(); ++i) {
     if (!l.params[i]->placement.split()) continue;
     const std::int64_t a = std::max(l.lo, l.offsets[i]);
     const std::int64_t b = std::min(l.lo + n, l.offsets[i] + l.params[i]->shape.numel());
-    if (a < b) ss += ops::sum_squares(store_.grad_shard(u).slice(0, a - l.lo, b - l.lo));
+    if (a < b) ss += ops::sum_squares(g.get().slice(0, a - l.lo, b - l.lo));
   }
   return ss;
 }
 
 bool Trainer::grads_overflow() const {
   bool any = false;
+  store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units() && !any; ++u) {
     const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
-    any = n > 0 && ops::has_inf_or_nan(store_.grad_shard(u).slice(0, 0, n));
+    if (n == 0) continue;
+    const nn::GradShardScope g(store_, u, false);
+    any = ops::has_inf_or_nan(g.get().slice(0, 0, n));
   }
   return red_.any(any);
 }
@@ -147,10 +151,15 @@ StepResult Trainer::step() {
     return r;
   }
   double ss = 0;
-  for (std::size_t u = 0; u < store_.num_units(); ++u)
+  store_.expect_grad_shards_in_order();
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    // Every unit is read in order (an offloaded gradient store reads ahead in that order); a
+    // unit another process also counts (a pipeline's tied copy) is left out of the norm.
+    const double s = grad_sum_squares(u);
     if (std::find(red_.counted_elsewhere.begin(), red_.counted_elsewhere.end(), u) ==
         red_.counted_elsewhere.end())
-      ss += grad_sum_squares(u);
+      ss += s;
+  }
   ss = red_.sum(ss);
   const double inv_scale = 1.0 / r.loss_scale;
   r.grad_norm = std::sqrt(ss) * inv_scale;
@@ -184,13 +193,15 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
   const DType pd = store_.options().param_dtype;
   std::vector<optim::DecayRun> runs;
   store_.expect_value_shards_in_order();
+  store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     UnitOptimizerState& s = states_->acquire(u);
     const nn::ValueShardScope held(store_, u, /*dirty=*/true);  // written back when released
     const Tensor& vshard = held.get();
     const Tensor master = pd == DType::f32 ? vshard : s.master;
-    const Tensor g = store_.grad_shard(u);
+    const nn::GradShardScope grad(store_, u, /*dirty=*/false);
+    const Tensor g = grad.get();
     runs.clear();
     for (std::size_t i = 0; i < l.params.size(); ++i) {
       // The part of parameter i inside the owned range, as offsets into the owned slice.
@@ -219,7 +230,7 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
     if (!runs.empty()) {
       // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned).
       Tensor g32;
-      const float* grad = f32_grad(store_, u, g32);
+      const float* grad = f32_grad(store_, u, g, g32);
       auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
       optim::AdamWHyper h = opts_.adamw;
       h.lr = lr;

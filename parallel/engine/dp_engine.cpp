@@ -68,6 +68,7 @@ double DataParallelEngine::eval_loss(const nn::Batch& batch) {
 double DataParallelEngine::io_wait_seconds() const {
   double s = trainer_.states().io_wait_seconds();
   if (const auto& vs = store_.options().value_store) s += vs->io_wait_seconds();
+  if (const auto& gs = store_.options().grad_store) s += gs->io_wait_seconds();
   return s;
 }
 

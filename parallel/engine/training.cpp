@@ -106,6 +106,11 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
                                       : offload::make_value_shard_store(cfg_, world.rank(), memory);
   STRATA_CHECK(!so.value_store || stage == 3, "engine",
                "parameter slices can be offloaded at ZeRO stage 3 only (stage is {})", stage);
+  // Gradients go where the optimizer runs: with offload_optimizer, to host memory or NVMe right
+  // after each unit's backward (and reduction).
+  // With pipeline stages they stay on the device for now: the stages' tied-embedding gradient sum
+  // reads them there (docs/offload.md).
+  if (grid_.pp_size() == 1) so.grad_store = offload::make_grad_shard_store(cfg_, world.rank(), memory);
   // With pipeline stages this rank holds (and runs) only its stage's units.
   if (grid_.pp_size() > 1) stage_ = model.stage(grid_.coords().pp, grid_.pp_size());
   store_ = std::make_unique<nn::ParamStore>(stage_ ? stage_->units() : model.units(), so);

@@ -1,6 +1,7 @@
 // Training: the one assembly of a training job from a validated config, the world and a model —
 // the process grid, the ZeRO-sharded ParamStore (parameter slices offloaded as configured,
-// initialised), the Trainer (optimizer state offloaded as configured), the data-parallel engine
+// gradients offloaded with the optimizer state, initialised), the Trainer (optimizer state
+// offloaded as configured), the data-parallel engine
 // with the model's unit schedule, and the checkpoint policy. With pipeline_parallel_size > 1 each
 // rank holds and runs its pipeline stage of the model (nn::Model::stage); with
 // tensor_parallel_size > 1 the model is built as this rank's part (tensor_shard) and its layers

@@ -37,6 +37,7 @@ std::vector<nn::UnitUse> sequential_schedule(std::size_t n) {
 ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts,
                      std::vector<nn::UnitUse> schedule)
     : store_(store), dp_(std::move(dp)), opts_(opts), reduced_(store.num_units(), false),
+      stashed_(store.num_units(), false),
       gathered_(store.num_units()),
       schedule_(schedule.empty() ? sequential_schedule(store.num_units()) : std::move(schedule)),
       pos_(schedule_.size() - 1) {
@@ -51,6 +52,8 @@ ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts,
                    so.shard_values == (opts.stage >= 3),
                "zero", "the parameter store was not built for ZeRO stage {} on {} ranks "
                "(use ZeroHooks::store_options)", opts.stage, dp_.size());
+  STRATA_CHECK(!store.grads_offloaded() || opts.stage >= 1, "zero",
+               "gradient offload needs ZeRO stage >= 1 (stage is {})", opts.stage);
 }
 
 ZeroHooks::~ZeroHooks() {
@@ -197,7 +200,7 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
   Work w = dp_.reduce_scatter(full, out, ReduceOp::avg);
   volume_.reduce_scatter += full.nbytes();
   pending_.push_back(PendingReduce{u, full, out, std::move(w)});
-  if (opts_.stage >= 2) {
+  if (store_.grads_transient()) {
     store_.unbind_grads(u);  // the pending entry keeps it alive until done
     // Finish the previous unit's reduce-scatter (it had this unit's backward to complete) so
     // that at most two full gradient buffers exist at once instead of every unit's.
@@ -215,11 +218,40 @@ void ZeroHooks::complete_reductions(std::size_t keep) {
   for (auto it = pending_.begin(); it != done; ++it) {
     PendingReduce& p = *it;
     wait(p.work);
-    Tensor shard = store_.grad_shard(p.unit);
+    // The owned slice, on the device or in the gradient store (read, updated, written back).
+    const nn::GradShardScope held(store_, p.unit, /*dirty=*/true);
+    Tensor shard = held.get();
     if (opts_.stage == 1) shard.copy_from(p.out);  // the reduced owned slice replaces the local one
     else ops::add_inplace(shard, p.out);           // accumulate micro-batches
   }
   pending_.erase(pending_.begin(), done);
+}
+
+void ZeroHooks::stash_unreduced(std::size_t u) {
+  nn::ValueShardStore& gs = *store_.options().grad_store;
+  Tensor dst = gs.acquire(u);
+  try {
+    dst.copy_from(store_.grads(u));
+  } catch (...) {
+    gs.release(u, false);
+    throw;
+  }
+  gs.release(u, true);
+  store_.unbind_grads(u);
+  stashed_[u] = true;
+}
+
+void ZeroHooks::restore_stashed(std::size_t u, Tensor& full) {
+  nn::ValueShardStore& gs = *store_.options().grad_store;
+  const Tensor src = gs.acquire(u);
+  try {
+    full.copy_from(src);
+  } catch (...) {
+    gs.release(u, false);
+    throw;
+  }
+  gs.release(u, false);
+  stashed_[u] = false;
 }
 
 // ---- hooks ----
@@ -244,22 +276,38 @@ void ZeroHooks::before_backward(int unit) {
     acquire(u);
     prefetch_next_use();
   }
-  if (opts_.stage >= 2 && !store_.grads(u).defined()) {
+  if (store_.grads_transient() && !store_.grads(u).defined()) {
     const auto& l = store_.layout(u);
-    store_.bind_grads(u, Tensor::zeros(Shape{l.padded}, store_.options().grad_dtype,
-                                       store_.options().memory.with(Category::grads)));
+    const TensorOptions gm = store_.options().memory.with(Category::grads);
+    const DType gd = store_.options().grad_dtype;
+    Tensor full;
+    if (stashed_[u]) {
+      full = Tensor::empty(Shape{l.padded}, gd, gm);
+      restore_stashed(u, full);  // backward accumulates onto the earlier micro-batches
+    } else {
+      full = Tensor::zeros(Shape{l.padded}, gd, gm);
+    }
+    store_.bind_grads(u, full);
   }
 }
 
 void ZeroHooks::after_backward(int unit) {
   const auto u = static_cast<std::size_t>(unit);
   const bool per_micro = opts_.stage >= 2;
-  if (opts_.overlap && (per_micro || sync_)) launch_unit_reduction(u);
+  // Offloaded gradients leave the device right after the unit's backward, with or without
+  // overlap_comm (without it, the reduction is waited for at once).
+  const bool offloaded = store_.grads_offloaded();
+  if (offloaded && !per_micro && !sync_) {
+    stash_unreduced(u);
+  } else if ((opts_.overlap || offloaded) && (per_micro || sync_)) {
+    launch_unit_reduction(u);
+    if (!opts_.overlap) complete_reductions();
+  }
   if (opts_.stage >= 3) release(u);
 }
 
 void ZeroHooks::end_backward() {
-  if (opts_.stage < 2) return;
+  if (!store_.grads_transient()) return;
   for (std::size_t u = 0; u < store_.num_units(); ++u)
     if (store_.grads(u).defined()) launch_unit_reduction(u);
   complete_reductions();
@@ -267,7 +315,7 @@ void ZeroHooks::end_backward() {
 }
 
 void ZeroHooks::finish_gradients() {
-  if (opts_.stage >= 2) return;
+  if (store_.grads_transient()) return;
   for (std::size_t u = 0; u < store_.num_units(); ++u) launch_unit_reduction(u);
   complete_reductions();
   std::fill(reduced_.begin(), reduced_.end(), false);

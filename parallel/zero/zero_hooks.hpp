@@ -11,6 +11,10 @@
 // The order of uses comes from the model (nn::Model::unit_schedule, given by the engine): the
 // hooks prefetch and release by it, and tell an offloaded value store what it will read next.
 // With overlap_comm the reductions of a unit start as soon as its backward is done.
+// Gradient offload (the ParamStore has a grad_store): at every stage >= 1 a unit's full gradient
+// buffer exists only around its backward; its reduction (ZeRO-1: on the last micro-batch; before
+// that its unreduced gradient is stashed whole in the store and brought back before the next
+// backward) completes into the store, so the device holds at most the in-flight window.
 #pragma once
 
 #include <cstdint>
@@ -94,6 +98,10 @@ class ZeroHooks : public nn::UnitHooks {
   };
 
   void launch_unit_reduction(std::size_t u);
+  // ZeRO-1 with offloaded gradients, before the last micro-batch: unit u's unreduced gradient
+  // moves whole into the gradient store (restore_stashed brings it back before its next backward).
+  void stash_unreduced(std::size_t u);
+  void restore_stashed(std::size_t u, Tensor& full);
   // Completes the pending reductions in launch order, all but the newest `keep` reduce-scatters
   // (keep == 0: everything, stage-0 all-reduces included).
   void complete_reductions(std::size_t keep = 0);
@@ -115,6 +123,7 @@ class ZeroHooks : public nn::UnitHooks {
   ZeroOptions opts_;
   bool sync_ = true;
   std::vector<bool> reduced_;  // unit's reduction launched in this micro-batch/step
+  std::vector<bool> stashed_;  // unit's unreduced gradient is in the gradient store (ZeRO-1)
   std::vector<Work> allreduce_inflight_;
   std::vector<PendingReduce> pending_;
   std::vector<Gathered> gathered_;

@@ -1,7 +1,8 @@
 // Bit-exact resume: 20 steps (checkpoint at 10) equal a brand-new model, store, trainer,
 // engine and sampler that load the step-10 checkpoint and train 10 steps — every loss and the final
 // masters and moments bitwise — at ZeRO stages 0-3, fp32 and bf16 (plus fp16 with a moving loss
-// scale, SGD momentum, and a background save), on a shuffled token file that crosses epochs.
+// scale, SGD momentum, and a background save), on a shuffled token file that crosses epochs;
+// also with the optimizer state and gradients offloaded to the host or NVMe (ZeRO 1-3).
 #include <gtest/gtest.h>
 
 #include "tests/dist/engine/test_resume_fixture.hpp"
@@ -16,6 +17,7 @@ struct ResumeCase {
   DType dtype;
   bool sgd = false;
   bool async = false;
+  config::OffloadDevice offload = config::OffloadDevice::none;
 };
 
 class BitExactResume : public ::testing::TestWithParam<ResumeCase> {};
@@ -34,6 +36,8 @@ TEST_P(BitExactResume, TwentyStepsEqualTenSaveLoadTen) {
   const int steps = 20, half = 10;
 
   spec.ckpt.root = tmp.sub("ck");
+  spec.offload = c.offload;
+  spec.swap = tmp.sub("swap");
   spec.ckpt.async = c.async;
   // The uninterrupted run: a checkpoint at step 10 must not disturb it (nor, saved in the
   // background, be disturbed by the steps that follow while it is written).
@@ -73,7 +77,10 @@ TEST_P(BitExactResume, TwentyStepsEqualTenSaveLoadTen) {
 
 std::string case_name(const ::testing::TestParamInfo<ResumeCase>& i) {
   return "stage" + std::to_string(i.param.stage) + "_" + std::string(dtype_name(i.param.dtype)) +
-         (i.param.sgd ? "_sgd" : "") + (i.param.async ? "_async" : "");
+         (i.param.sgd ? "_sgd" : "") + (i.param.async ? "_async" : "") +
+         (i.param.offload == config::OffloadDevice::none
+              ? ""
+              : "_offload_" + std::string(config::to_string(i.param.offload)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, BitExactResume,
@@ -84,7 +91,13 @@ INSTANTIATE_TEST_SUITE_P(Stages, BitExactResume,
                                            ResumeCase{2, DType::f16},
                                            ResumeCase{3, DType::f32, true},
                                            ResumeCase{1, DType::bf16, false, true},
-                                           ResumeCase{3, DType::f32, false, true}),
+                                           ResumeCase{3, DType::f32, false, true},
+                                           ResumeCase{1, DType::bf16, false, false,
+                                                      config::OffloadDevice::nvme},
+                                           ResumeCase{2, DType::f32, false, false,
+                                                      config::OffloadDevice::cpu},
+                                           ResumeCase{3, DType::bf16, false, false,
+                                                      config::OffloadDevice::nvme}),
                          case_name);
 
 }  // namespace

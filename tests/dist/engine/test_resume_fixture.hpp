@@ -97,6 +97,9 @@ struct JobSpec {
   int tp = 1;          // tensor-parallel parts
   std::string tokens;  // token file
   parallel::CheckpointOptions ckpt;
+  // offload_optimizer (and so gradient offload); nvme: swap files under `swap`.
+  config::OffloadDevice offload = config::OffloadDevice::none;
+  std::string swap;
 };
 
 // One training job over `dp` (also its world; with spec.pp > 1 its ranks form dp x pp).
@@ -116,6 +119,12 @@ struct Job {
     cfg.strata.checkpoint.async = s.ckpt.async;
     cfg.strata.pipeline_parallel_size = s.pp;
     cfg.strata.tensor_parallel_size = s.tp;
+    cfg.zero_optimization.offload_optimizer.device = s.offload;
+    if (s.offload == config::OffloadDevice::nvme) {
+      cfg.zero_optimization.offload_optimizer.nvme_path = s.swap;
+      cfg.zero_optimization.offload_optimizer.buffer_count = 2;
+      cfg.aio.block_size = 8192;
+    }
     r = std::make_unique<Replica>(s.model, cfg, dp);
     const parallel::Group& data = r->training->dp();
     sampler = std::make_unique<data::BatchSampler>(*file, s.model.block_size, s.micro, data.size(),

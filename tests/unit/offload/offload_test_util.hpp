@@ -1,5 +1,5 @@
 // Helpers shared by the offload unit tests: a scratch directory under the system temp dir that is
-// removed afterwards, and deterministic state updates.
+// removed afterwards, small swapper options, and deterministic state updates.
 #pragma once
 
 #include <unistd.h>
@@ -9,6 +9,8 @@
 #include <string>
 
 #include <fmt/format.h>
+
+#include "offload/swapper.hpp"
 
 namespace strata::offload::test {
 
@@ -36,6 +38,17 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// Options of a swapper in `dir` with `buffers` host buffers and small (8 KiB) requests, so that
+// even small units take several requests; bytes charged to `ledger`.
+inline SwapperOptions small_swapper(const ScratchDir& dir, int buffers, MemoryLedger* ledger) {
+  SwapperOptions o;
+  o.dir = dir.str();
+  o.buffer_count = buffers;
+  o.aio.block_size = 8192;
+  o.ledger = ledger;
+  return o;
+}
 
 // A deterministic, unit- and step-dependent value for element i.
 inline float pattern(int step, std::size_t unit, std::size_t i, int which) {

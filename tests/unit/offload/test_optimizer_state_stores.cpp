@@ -72,12 +72,7 @@ TEST_P(NewStateRoundTrip, HostAndNvmeMatchAResidentStore) {
   const bool eight_bit = GetParam();
   ScratchDir dir("newstate");
   MemoryLedger ledger;
-  SwapperOptions o;
-  o.dir = dir.str();
-  o.buffer_count = 2;
-  o.aio.block_size = 8192;
-  o.ledger = &ledger;
-  NvmeStateStore nvme(o);
+  NvmeStateStore nvme(test::small_swapper(dir, 2, &ledger));
   HostStateStore host(false, &ledger);
   auto ref = train::make_memory_state_store(TensorOptions{});
   for (std::size_t u = 0; u < kSizes.size(); ++u) {

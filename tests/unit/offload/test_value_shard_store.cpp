@@ -35,13 +35,8 @@ TEST(ValueShardStores, RoundTripBitwiseAndChargeTheirTier) {
   ScratchDir dir("params");
   for (DType dt : {DType::bf16, DType::f32}) {
     MemoryLedger ledger;
-    SwapperOptions o;
-    o.dir = dir.str();
-    o.buffer_count = 3;
-    o.aio.block_size = 8192;
-    o.ledger = &ledger;
     HostValueShardStore host(false, &ledger);
-    NvmeValueShardStore nvme(o);
+    NvmeValueShardStore nvme(test::small_swapper(dir, 3, &ledger));
     for (std::size_t u = 0; u < kSizes.size(); ++u) {
       host.create(u, kSizes[u], dt);
       nvme.create(u, kSizes[u], dt);
@@ -135,6 +130,47 @@ TEST(ValueShardStores, ConfigPicksTheStore) {
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->swapper().buffer_count(), 5);  // DeepSpeed's offload_param.buffer_count
   EXPECT_NE(n->swapper().path().find("rank2-params"), std::string::npos);
+}
+
+// The gradient store (Category::grads): a "grads" swap file charged under grads; new units and
+// zero(u) hand out zeros at the next acquire without reading the file, and a dirty release makes
+// the file's contents count again.
+TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
+  ScratchDir dir("grads");
+  MemoryLedger ledger;
+  NvmeValueShardStore s(test::small_swapper(dir, 2, &ledger), Category::grads);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) s.create(u, kSizes[u], DType::f32);
+  EXPECT_NE(s.swapper().path().find("grads"), std::string::npos) << s.swapper().path();
+  EXPECT_GT(ledger.current(Tier::nvme, Category::grads), 0u);
+  EXPECT_EQ(ledger.current(Tier::nvme, Category::params), 0u);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {  // new units: zeros, not read
+    Tensor t = s.acquire(u);
+    for (float x : t.to_vector()) ASSERT_EQ(x, 0.0f) << "unit " << u;
+    fill(t, 1, u);
+    s.release(u, true);
+  }
+  EXPECT_EQ(s.swapper().stats().bytes_read, 0u);
+  s.flush();
+  for (std::size_t u = 0; u < kSizes.size(); ++u) s.zero(u);
+  s.swapper().reset_stats();
+  std::vector<std::size_t> all(kSizes.size());
+  for (std::size_t u = 0; u < all.size(); ++u) all[u] = u;
+  s.expect(all);  // nothing is read ahead for zeroed units either
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {
+    Tensor t = s.acquire(u);
+    for (float x : t.to_vector()) ASSERT_EQ(x, 0.0f) << "unit " << u;
+    if (u % 2 == 0) fill(t, 2, u);  // written: the file counts again
+    s.release(u, u % 2 == 0);
+  }
+  s.flush();
+  EXPECT_EQ(s.swapper().stats().bytes_read, 0u);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {
+    Tensor t = s.acquire(u);
+    if (u % 2 == 0) EXPECT_EQ(t.to_vector(), expected(t, 2, u)) << "unit " << u;
+    else for (float x : t.to_vector()) ASSERT_EQ(x, 0.0f) << "unit " << u;  // still zero
+    s.release(u, false);
+  }
+  EXPECT_GT(s.swapper().stats().bytes_read, 0u);
 }
 
 }  // namespace
