@@ -101,6 +101,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
       opt.betas = {o.adamw.beta1, o.adamw.beta2};
       opt.eps = o.adamw.eps;
       opt.weight_decay = o.adamw.weight_decay;
+      opt.bias_correction = o.adamw.bias_correction;
       break;
   }
   cfg.gradient_clipping = o.max_grad_norm;
