@@ -8,7 +8,6 @@
 #include <cmath>
 #include <limits>
 
-#include "framework/nn/linear.hpp"
 #include "parallel/engine/training.hpp"
 #include "tests/dist/comm/dist_env.hpp"
 #include "tests/dist/engine/zero_fixture.hpp"
@@ -48,10 +47,7 @@ TEST_P(GradScaling, LargeGradientsAverageWithoutOverflow) {
   const auto [stage, scaling] = GetParam();
   const auto& w = world();
   const int N = w.size();
-  struct Model : nn::Module {
-    nn::Linear fc{"fc", 3, 2, true, 0.02f};
-    Model() : Module("") { add_child(fc); }
-  } m;
+  OneLinear m;
   nn::ParamStore store({m.parameters()}, parallel::ZeroHooks::store_options({}, stage, w));
   store.initialize(1);
   parallel::ZeroHooks hooks(store, w, zero_options(stage, scaling));

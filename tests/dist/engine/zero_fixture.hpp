@@ -8,6 +8,7 @@
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/gpt.hpp"
+#include "framework/nn/linear.hpp"
 #include "framework/nn/param_store.hpp"
 #include "framework/train/trainer.hpp"
 #include "parallel/engine/training.hpp"
@@ -160,6 +161,13 @@ struct Replica {
     }
     return out;
   }
+};
+
+// A Linear(3 → 2) with bias: one unit of 8 elements (padded to a multiple of the dp size), for
+// tests of the ZeRO hooks' reductions on their own.
+struct OneLinear : nn::Module {
+  nn::Linear fc{"fc", 3, 2, true, 0.02f};
+  OneLinear() : Module("") { add_child(fc); }
 };
 
 inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
