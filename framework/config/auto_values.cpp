@@ -61,19 +61,26 @@ std::int64_t integer_or_default(const json& doc, std::string_view path, std::int
   return json::parse(find_key(path)->default_value).get<std::int64_t>();
 }
 
-// The keys Hugging Face fills from its command line (TrainingArguments), with the flag and
-// its default: an "auto" there needs a --set in Strata.
+// The keys Hugging Face fills from its command line (TrainingArguments): an "auto" there takes
+// the default of that flag, as Hugging Face does when the flag is not given; Strata's command
+// line gives another value with --set (the example).
 struct FromCommandLine {
-  std::string_view key, example, hf_flag;
+  std::string_view key, value, hf_flag, example;
 };
 constexpr FromCommandLine kFromCommandLine[] = {
-    {"gradient_clipping", "1.0", "--max_grad_norm, default 1.0"},
-    {"optimizer.params.lr", "5e-05", "--learning_rate, default 5e-05"},
-    {"optimizer.params.betas", "[0.9, 0.999]", "--adam_beta1 and --adam_beta2, default 0.9, 0.999"},
-    {"optimizer.params.eps", "1e-08", "--adam_epsilon, default 1e-08"},
-    {"optimizer.params.weight_decay", "0.0", "--weight_decay, default 0.0"},
-    {"scheduler.params.warmup_num_steps", "0", "--warmup_steps or --warmup_ratio, default 0"},
+    {"gradient_clipping", "1.0", "--max_grad_norm", "0.5"},
+    {"optimizer.params.lr", "5e-05", "--learning_rate", "0.0001"},
+    {"optimizer.params.betas", "[0.9, 0.999]", "--adam_beta1 and --adam_beta2", "[0.9, 0.95]"},
+    {"optimizer.params.eps", "1e-08", "--adam_epsilon", "1e-06"},
+    {"optimizer.params.weight_decay", "0.0", "--weight_decay", "0.01"},
+    {"scheduler.params.warmup_num_steps", "0", "--warmup_steps", "100"},
 };
+
+const FromCommandLine* from_command_line(std::string_view key) {
+  for (const auto& c : kFromCommandLine)
+    if (c.key == key) return &c;
+  return nullptr;
+}
 
 // `--set key=value`, quoted for the shell when the value has characters it would expand.
 std::string set_flag(std::string_view key, std::string_view value) {
@@ -134,6 +141,8 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
       note("auto: scheduler.params.warmup_min_lr = 0, as Hugging Face sets it");
     } else if (path == "scheduler.params.warmup_max_lr") {
       const json* lr = at(original, "optimizer.params.lr");
+      const json hf_lr = json::parse(from_command_line("optimizer.params.lr")->value);
+      if (is_auto("optimizer.params.lr")) lr = &hf_lr;  // resolved below to Hugging Face's
       if (!lr || lr->is_null()) {
         set(doc, path, json::parse(find_key("optimizer.params.lr")->default_value));
         note(
@@ -174,19 +183,15 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
           fmt::format("auto: {} = {} (from strata.model.n_embd {}, as Hugging Face computes it "
                       "from the model's hidden size)",
                       path, v, h));
-    } else if (const auto* f = [&]() -> const FromCommandLine* {
-                 for (const auto& c : kFromCommandLine)
-                   if (c.key == path) return &c;
-                 return nullptr;
-               }()) {
-      erase(doc, path);
+    } else if (const FromCommandLine* f = from_command_line(path)) {
+      set(doc, path, json::parse(f->value));
       const bool follows =
           path == "optimizer.params.lr" && is_auto("scheduler.params.warmup_max_lr");
-      problems.add(ProblemKind::unresolved_auto, path,
-                   fmt::format("{} is \"auto\" and nothing sets it: add {} (Hugging Face fills it "
-                               "from {}){}",
-                               path, set_flag(path, f->example), f->hf_flag,
-                               follows ? "; scheduler.params.warmup_max_lr follows it" : ""));
+      note(fmt::format("auto: {} = {}, the default of Hugging Face's {}, which fills it when not "
+                       "given{} (another value: {})",
+                       path, f->value, f->hf_flag,
+                       follows ? "; scheduler.params.warmup_max_lr follows it" : "",
+                       set_flag(path, f->example)));
     } else if (const KeySpec* spec = find_key(path)) {
       if (spec->kind == Kind::string) continue;  // a value of its own (strata.checkpoint.resume)
       erase(doc, path);

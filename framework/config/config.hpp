@@ -51,6 +51,7 @@ struct Optimizer {
   double eps = 1e-8;                        // Adam, AdamW
   double weight_decay = 0.01;               // default 0.01 for AdamW, 0 for Adam and SGD
   bool adam_w_mode = true;                  // decoupled weight decay (always true for AdamW)
+  bool bias_correction = true;              // Adam, AdamW, AdamW8bit: 1/(1 - beta^t)
   double momentum = 0;                      // SGD
   bool nesterov = false;                    // SGD
   // Adafactor (transformers' names and defaults; `eps` is the pair [eps1, eps2] there).
@@ -194,6 +195,8 @@ struct Config {
   std::int64_t gradient_accumulation_steps = 0;
   std::int64_t data_parallel_size = 0;  // set by resolve_batch()
   double gradient_clipping = 0;         // max global gradient norm, 0 = off
+  bool prescale_gradients = false;      // divide by the dp size before the reduction
+  double gradient_predivide_factor = 1.0;  // without prescale: / f before, * f/dp after
   std::int64_t steps_per_print = 10;
   bool wall_clock_breakdown = false;  // a per-step time breakdown in the log
   bool micro_batch_auto =

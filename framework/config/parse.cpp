@@ -11,6 +11,7 @@
 #include "framework/config/auto_values.hpp"
 #include "framework/config/config.hpp"
 #include "framework/config/deepspeed_keys.hpp"
+#include "framework/config/micro_batch_plan.hpp"
 #include "framework/config/schema.hpp"
 #include "framework/config/suggest.hpp"
 #include "framework/config/validate.hpp"
@@ -22,6 +23,8 @@ namespace strata::config {
 namespace {
 
 constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
+// Hugging Face TrainingArguments.per_device_train_batch_size default (an "auto" micro-batch).
+constexpr std::int64_t kHfMicroBatch = 8;
 
 struct IntRange {
   std::int64_t lo = 0, hi = kMaxInt;
@@ -313,13 +316,13 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
   const auto beyond_names = optimizer_params_beyond(o.type);
   switch (o.type) {
     case OptimizerType::adam:
-      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"},
+      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "adam_w_mode", "bias_correction"},
                    beyond, beyond_names, notes);
       break;
     case OptimizerType::adamw:
     case OptimizerType::adamw8bit:
-      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay"}, beyond,
-                   beyond_names, notes);
+      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "bias_correction"},
+                   beyond, beyond_names, notes);
       break;
     case OptimizerType::sgd:
       check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"}, beyond,
@@ -343,6 +346,7 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
   r.get("optimizer.params.betas", o.betas, kUnitOpen);
   r.get("optimizer.params.eps", o.eps, kPositive);
   r.get("optimizer.params.weight_decay", o.weight_decay, kNonNegative);
+  r.get("optimizer.params.bias_correction", o.bias_correction);
   if (o.type == OptimizerType::adam) {
     r.get("optimizer.params.adam_w_mode", o.adam_w_mode);
     if (!o.adam_w_mode) {
@@ -537,7 +541,25 @@ Config check_config(const json& input, Problems& problems) {
   r.get("train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu, IntRange{1});
   r.get("gradient_accumulation_steps", c.gradient_accumulation_steps, IntRange{1});
   c.micro_batch_auto = autos.train_micro_batch_size_per_gpu;
+  if (c.micro_batch_auto && c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 &&
+      !can_plan_micro_batch()) {
+    // Nothing determines it and no planner chooses it: Hugging Face's default, as its trainer
+    // fills it from --per_device_train_batch_size when that is not given.
+    c.train_micro_batch_size_per_gpu = kHfMicroBatch;
+    c.notes.push_back(fmt::format(
+        "auto: train_micro_batch_size_per_gpu = {}, the default of Hugging Face's "
+        "--per_device_train_batch_size, which fills it when not given and no other batch size "
+        "determines it (another value: --set train_micro_batch_size_per_gpu=4)",
+        kHfMicroBatch));
+  }
   r.get("gradient_clipping", c.gradient_clipping, kNonNegative);
+  r.get("prescale_gradients", c.prescale_gradients);
+  r.get("gradient_predivide_factor", c.gradient_predivide_factor, kPositive);
+  if (c.prescale_gradients && c.gradient_predivide_factor != 1.0)
+    c.notes.push_back(fmt::format(
+        "ignored: gradient_predivide_factor={}: with prescale_gradients true gradients are divided "
+        "by the data-parallel size before the reduction and by nothing else (as DeepSpeed does)",
+        c.gradient_predivide_factor));
   r.get("steps_per_print", c.steps_per_print, IntRange{1});
   r.get("wall_clock_breakdown", c.wall_clock_breakdown);
 

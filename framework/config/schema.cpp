@@ -29,6 +29,13 @@ constexpr KeySpec kSchema[] = {
      "Micro-batches accumulated before each optimizer step (also the pipeline's micro-batches)."},
     {"gradient_clipping", K::number, "0.0",
      "Clip the global gradient L2 norm to this value; 0 = off."},
+    {"prescale_gradients", K::boolean, "false",
+     "Divide gradients by the data-parallel size before their reduction (a sum) instead of "
+     "averaging after it, as DeepSpeed does; gradient_predivide_factor then has no effect."},
+    {"gradient_predivide_factor", K::number, "1.0",
+     "With prescale_gradients false: divide gradients by this factor before their reduction (a "
+     "sum) and multiply by factor / data-parallel size after it, as DeepSpeed does (keeps fp16 "
+     "sums in range); 1.0 = average after the reduction."},
     {"steps_per_print", K::integer, "10", "Print the training log every this many steps."},
     {"wall_clock_breakdown", K::boolean, "false",
      "With each printed step, where its time went: forward, backward, waiting for collectives, "
@@ -70,6 +77,10 @@ constexpr KeySpec kSchema[] = {
      "Adam only: decoupled weight decay as in DeepSpeed's default; must be true (L2-coupled Adam "
      "is "
      "not implemented)."},
+    {"optimizer.params.bias_correction", K::boolean, "true",
+     "Adam/AdamW/AdamW8bit: divide the moments by 1 - beta^t (PyTorch, DeepSpeed's default); "
+     "false steps by lr * m / (sqrt(v) + eps) as DeepSpeed's FusedAdam and CPUAdam do with "
+     "bias_correction false."},
     {"optimizer.params.momentum", K::number, "0.0", "SGD momentum in [0, 1)."},
     {"optimizer.params.nesterov", K::boolean, "false",
      "SGD Nesterov momentum (needs momentum > 0)."},

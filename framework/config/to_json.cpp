@@ -78,6 +78,7 @@ json optimizer_json(const Optimizer& o) {
   } else {
     p["betas"] = {o.betas[0], o.betas[1]};
     p["eps"] = o.eps;
+    p["bias_correction"] = o.bias_correction;
     if (o.type == OptimizerType::adam) p["adam_w_mode"] = o.adam_w_mode;
   }
   return {{"type", str(to_string(o.type))}, {"params", p}};
@@ -188,6 +189,8 @@ json to_json(const Config& c) {
   if (c.gradient_accumulation_steps)
     j["gradient_accumulation_steps"] = c.gradient_accumulation_steps;
   j["gradient_clipping"] = c.gradient_clipping;
+  j["prescale_gradients"] = c.prescale_gradients;
+  j["gradient_predivide_factor"] = c.gradient_predivide_factor;
   j["steps_per_print"] = c.steps_per_print;
   j["wall_clock_breakdown"] = c.wall_clock_breakdown;
   j["fp16"] = {{"enabled", c.fp16.enabled},

@@ -18,8 +18,8 @@ AdamWConsts make_consts(const AdamWHyper& h, std::int64_t step, float grad_scale
   STRATA_CHECK(step >= 1, "optim", "AdamW step must be >= 1 (1-based), got {}", step);
   const float w = static_cast<float>(1.0 - h.beta1);
   const double t = static_cast<double>(step);
-  const double bc1 = 1.0 - std::pow(h.beta1, t);
-  const double bc2 = 1.0 - std::pow(h.beta2, t);
+  const double bc1 = h.bias_correction ? 1.0 - std::pow(h.beta1, t) : 1.0;
+  const double bc2 = h.bias_correction ? 1.0 - std::pow(h.beta2, t) : 1.0;
   return {.grad_scale = grad_scale,
           .decay = static_cast<float>(1.0 - h.lr * h.weight_decay),
           .w = w,

@@ -24,6 +24,9 @@ struct AdamWHyper {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.01;
+  // false: no bias correction (DeepSpeed's bias_correction=false, as its FusedAdam and
+  // CPUAdam do): the step is lr * m / (sqrt(v) + eps), i.e. 1 - b1^t and 1 - b2^t taken as 1.
+  bool bias_correction = true;
 };
 
 // Throws UserError("[optim] ...") naming the bad value: lr, eps, weight_decay must be >= 0 and
@@ -43,6 +46,8 @@ void validate(const AdamWHyper& h);
 //   v  = fma(f(1-b2) * g, g, v * f(b2))    torch mul_(b2).addcmul_(g, g, value=1-b2)
 //   denom = sqrt(v) / f(sqrt(1 - b2^t)) + f(eps)
 //   p  = p + (f(-lr / (1 - b1^t)) * m) / denom          torch addcdiv_(m, denom, value=-step)
+// Without bias correction (h.bias_correction false) 1 - b1^t and 1 - b2^t are 1: the same
+// kernels run with f(sqrt(1)) = 1 (an exact division) and f(-lr).
 // The two fused multiply-adds are what PyTorch's vectorised CPU kernels (and nvcc) compute;
 // tests/unit/optim/test_adamw.cpp checks bitwise equality with numbers from PyTorch.
 // Vectorised (AVX-512 / AVX2+FMA, chosen at run time) and multi-threaded with OpenMP for large

@@ -90,6 +90,7 @@ TrainerOptions trainer_options(const config::Config& cfg) {
       o.adamw.beta2 = opt.betas[1];
       o.adamw.eps = opt.eps;
       o.adamw.weight_decay = opt.weight_decay;
+      o.adamw.bias_correction = opt.bias_correction;
       break;
   }
   const auto& s = cfg.scheduler;

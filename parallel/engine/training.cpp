@@ -78,6 +78,8 @@ EngineOptions engine_options(const config::Config& cfg) {
   eo.zero.max_live_elements = z.stage3_max_live_parameters;
   eo.zero.persistence_threshold = z.stage3_param_persistence_threshold;
   eo.zero.max_reuse_distance = z.stage3_max_reuse_distance;
+  eo.zero.prescale = cfg.prescale_gradients;
+  eo.zero.predivide = cfg.gradient_predivide_factor;
   return eo;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "framework/backend/ops/ops.hpp"
 
@@ -46,6 +47,17 @@ ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts,
                  "the model's unit schedule names unit {} of {}", use.unit, store.num_units());
   STRATA_CHECK(opts.bucket_elements > 0, "zero", "reduce_bucket_size must be > 0, got {}",
                opts.bucket_elements);
+  STRATA_CHECK(std::isfinite(opts.predivide) && opts.predivide > 0, "zero",
+               "gradient_predivide_factor must be finite and > 0, got {}", opts.predivide);
+  const double n = dp_.size();
+  if (opts.prescale) {
+    grad_op_ = ReduceOp::sum;
+    pre_scale_ = static_cast<float>(1.0 / n);
+  } else if (opts.predivide != 1.0) {
+    grad_op_ = ReduceOp::sum;
+    pre_scale_ = static_cast<float>(1.0 / opts.predivide);
+    if (opts.predivide != n) post_scale_ = static_cast<float>(opts.predivide / n);
+  }
   const auto& so = store.options();
   const int want_count = opts.stage == 0 ? 1 : dp_.size();
   STRATA_CHECK(so.shard_count == want_count && so.shard_grads == (opts.stage >= 2) &&
@@ -188,7 +200,9 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
     for (std::int64_t lo = 0; lo < l.numel; lo += opts_.bucket_elements) {
       const std::int64_t hi = std::min(l.numel, lo + opts_.bucket_elements);
       Tensor bucket = g.slice(0, lo, hi);
-      allreduce_inflight_.push_back(dp_.all_reduce(bucket, ReduceOp::avg));
+      scale(bucket, pre_scale_);
+      allreduce_inflight_.push_back(dp_.all_reduce(bucket, grad_op_));
+      allreduce_buckets_.push_back(bucket);
       volume_.all_reduce += bucket.nbytes();
     }
     return;
@@ -197,7 +211,8 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
   STRATA_CHECK(full.defined(), "zero", "unit {} has no gradient buffer to reduce", u);
   Tensor out = Tensor::empty(Shape{l.hi - l.lo}, full.dtype(),
                              store_.options().memory.with(Category::comm));
-  Work w = dp_.reduce_scatter(full, out, ReduceOp::avg);
+  scale(full, pre_scale_);
+  Work w = dp_.reduce_scatter(full, out, grad_op_);
   volume_.reduce_scatter += full.nbytes();
   pending_.push_back(PendingReduce{u, full, out, std::move(w)});
   if (store_.grads_transient()) {
@@ -208,16 +223,23 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
   }
 }
 
+void ZeroHooks::scale(const Tensor& t, float s) const {
+  if (s != 1.0f) ops::scale_inplace(t, s);
+}
+
 void ZeroHooks::complete_reductions(std::size_t keep) {
   if (keep == 0) {
     for (auto& w : allreduce_inflight_) wait(w);
     allreduce_inflight_.clear();
+    for (const Tensor& b : allreduce_buckets_) scale(b, post_scale_);
+    allreduce_buckets_.clear();
   }
   if (pending_.size() <= keep) return;
   const auto done = pending_.begin() + static_cast<std::ptrdiff_t>(pending_.size() - keep);
   for (auto it = pending_.begin(); it != done; ++it) {
     PendingReduce& p = *it;
     wait(p.work);
+    scale(p.out, post_scale_);
     // The owned slice, on the device or in the gradient store (read, updated, written back).
     const nn::GradShardScope held(store_, p.unit, /*dirty=*/true);
     Tensor shard = held.get();

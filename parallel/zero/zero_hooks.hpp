@@ -41,6 +41,13 @@ struct ZeroOptions {
   // elements of other units' uses stays gathered. 0 releases after every use; DeepSpeed's
   // default, 1e9, keeps every unit of a smaller model gathered for the whole step.
   std::int64_t max_reuse_distance = 0;
+  // How the gradient average is taken, as DeepSpeed's engine and ZeRO optimizer take it:
+  //   prescale (prescale_gradients): g * f(1/N) before a sum-reduction;
+  //   else predivide != 1 (gradient_predivide_factor f): g * f(1/f) before a sum-reduction and
+  //     * f(f/N) after it (skipped when f == N);
+  //   else (DeepSpeed's defaults): the collective's avg (sum, then / N).
+  bool prescale = false;
+  double predivide = 1.0;
 };
 
 // Bytes this rank handed to each kind of collective (payload sizes, not wire bytes).
@@ -125,6 +132,12 @@ class ZeroHooks : public nn::UnitHooks {
   std::vector<bool> reduced_;  // unit's reduction launched in this micro-batch/step
   std::vector<bool> stashed_;  // unit's unreduced gradient is in the gradient store (ZeRO-1)
   std::vector<Work> allreduce_inflight_;
+  std::vector<Tensor> allreduce_buckets_;  // beside allreduce_inflight_, for the post-scaling
+  // The reduction of gradients and the factors around it (ZeroOptions::prescale, predivide);
+  // a factor of 1 is not applied.
+  ReduceOp grad_op_ = ReduceOp::avg;
+  float pre_scale_ = 1.0f, post_scale_ = 1.0f;
+  void scale(const Tensor& t, float s) const;
   std::vector<PendingReduce> pending_;
   std::vector<Gathered> gathered_;
   std::int64_t live_elements_ = 0;

@@ -95,10 +95,7 @@ TEST_P(ZeroGradientSlices, EqualHandComputedValuesIncludingPaddedTail) {
   const int stage = GetParam();
   const auto& w = world();
   const int N = w.size(), R = 3;  // rows per rank
-  struct Model : nn::Module {
-    nn::Linear fc{"fc", 3, 2, true, 0.02f};
-    Model() : Module("") { add_child(fc); }
-  } m;
+  OneLinear m;
   nn::ParamStore store({m.parameters()}, parallel::ZeroHooks::store_options({}, stage, w));
   store.initialize(1);
   parallel::ZeroHooks hooks(store, w, parallel::ZeroOptions{stage, 1000, true});

@@ -8,6 +8,7 @@
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/gpt.hpp"
+#include "framework/nn/linear.hpp"
 #include "framework/nn/param_store.hpp"
 #include "framework/train/trainer.hpp"
 #include "parallel/engine/training.hpp"
@@ -101,6 +102,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
       opt.betas = {o.adamw.beta1, o.adamw.beta2};
       opt.eps = o.adamw.eps;
       opt.weight_decay = o.adamw.weight_decay;
+      opt.bias_correction = o.adamw.bias_correction;
       break;
   }
   cfg.gradient_clipping = o.max_grad_norm;
@@ -159,6 +161,13 @@ struct Replica {
     }
     return out;
   }
+};
+
+// A Linear(3 → 2) with bias: one unit of 8 elements (padded to a multiple of the dp size), for
+// tests of the ZeRO hooks' reductions on their own.
+struct OneLinear : nn::Module {
+  nn::Linear fc{"fc", 3, 2, true, 0.02f};
+  OneLinear() : Module("") { add_child(fc); }
 };
 
 inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {

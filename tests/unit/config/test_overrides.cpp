@@ -80,7 +80,7 @@ TEST(ConfigOverride, MalformedAssignments) {
 TEST(ConfigOverride, DeepSpeedKeysAreJudgedLikeInAFile) {
   json doc = minimal();
   apply_override(doc, "wandb.enabled=true");
-  apply_override(doc, "prescale_gradients=false");
+  apply_override(doc, "dump_state=false");
   apply_override(doc, "optimizer.params.torch_adam=true");
   EXPECT_EQ(doc["wandb"]["enabled"], true);
   Problems problems;

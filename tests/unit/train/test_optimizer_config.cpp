@@ -28,6 +28,22 @@ TEST(OptimizerConfig, AdamW8bitTakesAdamWsParams) {
   EXPECT_EQ(to_json(parse_config(to_json(c))), to_json(c));
 }
 
+// DeepSpeed's bias_correction (Adam, AdamW, AdamW8bit): parsed, round-tripped, and in the
+// trainer's AdamW hyperparameters (the kernels' scalars, tests/unit/optim/test_adamw.cpp).
+TEST(OptimizerConfig, BiasCorrectionReachesTheTrainer) {
+  for (const char* type : {"Adam", "AdamW", "AdamW8bit"}) {
+    const Config on = parse_config(with_optimizer({{"type", type}}));
+    EXPECT_TRUE(on.optimizer.bias_correction) << type;
+    EXPECT_TRUE(train::trainer_options(on).adamw.bias_correction) << type;
+    const Config off =
+        parse_config(with_optimizer({{"type", type}, {"params", {{"bias_correction", false}}}}));
+    EXPECT_FALSE(off.optimizer.bias_correction) << type;
+    EXPECT_FALSE(train::trainer_options(off).adamw.bias_correction) << type;
+    EXPECT_EQ(to_json(off)["optimizer"]["params"]["bias_correction"], false) << type;
+    EXPECT_EQ(to_json(parse_config(to_json(off))), to_json(off)) << type;
+  }
+}
+
 TEST(OptimizerConfig, AdafactorDefaultsAreTransformers) {
   const Config c = parse_config(with_optimizer({{"type", "Adafactor"}}));
   const Optimizer& o = c.optimizer;
