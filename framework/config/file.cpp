@@ -11,6 +11,7 @@
 #include "framework/config/config.hpp"
 #include "framework/config/overrides.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
 
 namespace strata::config {
 
@@ -94,6 +95,7 @@ json read_config_file(const std::string& path) {
     return true;
   };
   json doc;
+  check_json_limits(text, path, "config");  // before the parser: depth, number sizes
   try {
     doc = json::parse(text, callback);
   } catch (const json::parse_error& e) {
