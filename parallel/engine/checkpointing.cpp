@@ -266,6 +266,10 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
     ck::ShardWriter writer(step_dir, spec.rank, h.layout.world, h.step);
     auto& states = trainer_.states();
     const auto kinds = moment_kinds(trainer_);
+    // A full disk is reported before writing (slices: at most one per parameter and unit, each
+    // kind).
+    writer.expect(saved_bytes(kinds.size()),
+                  (store_.parameters().size() + store_.num_units()) * (1 + kinds.size()));
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
       const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
@@ -296,6 +300,16 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
   }
 }
 
+// Bytes of f32 state this rank writes: the masters and `moments` optimizer buffers of its range.
+std::size_t Checkpointer::saved_bytes(std::size_t moments) const {
+  std::size_t bytes = 0;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    const auto [a, b] = checkpoint_save_range(store_.layout(u), stage_, dp_.size(), dp_.rank());
+    if (a < b) bytes += static_cast<std::size_t>(b - a) * sizeof(float) * (1 + moments);
+  }
+  return bytes;
+}
+
 void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   wait();  // the previous save: its staging memory goes before this one's is taken
   auto& states = trainer_.states();
@@ -303,12 +317,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   // One arena for every slice, in the order the writer adds them (unit by unit: param, then the
   // moments), which is the order of their bytes in the rank file. Sized for f32 state; a slice
   // that does not fit gets a buffer of its own.
-  std::size_t bytes = 0;
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    const auto [a, b] = checkpoint_save_range(store_.layout(u), stage_, dp_.size(), dp_.rank());
-    if (a < b) bytes += static_cast<std::size_t>(b - a) * sizeof(float) * (1 + kinds.size());
-  }
-  ck::StagingArena arena(bytes);
+  ck::StagingArena arena(saved_bytes(kinds.size()));
   ck::SaveJob job{std::move(spec), {}, std::move(rs)};
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);

@@ -100,6 +100,7 @@ class Checkpointer {
   checkpoint::TrainState train_state(const JobState& job) const;
   void save_sync(const checkpoint::SaveSpec& spec, const checkpoint::RankState& rs);
   void save_async(checkpoint::SaveSpec spec, checkpoint::RankState rs);
+  std::size_t saved_bytes(std::size_t moments) const;
   void load_local(const std::string& step_dir, LoadedCheckpoint& out);
   void apply_shared_state(const LoadedCheckpoint& loaded);
 
