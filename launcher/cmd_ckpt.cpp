@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "framework/checkpoint/catalog.hpp"
-#include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/consolidated.hpp"
 #include "framework/checkpoint/manifest.hpp"
 #include "framework/checkpoint/verify.hpp"
@@ -24,18 +23,6 @@ namespace strata::launcher {
 namespace {
 
 namespace ck = strata::checkpoint;
-
-// A missing, corrupt or incompatible checkpoint is a problem with the command's input: exit 1.
-template <typename F>
-auto as_user_error(F&& f) {
-  return [f = std::forward<F>(f)] {
-    try {
-      f();
-    } catch (const ck::CheckpointError& e) {
-      throw UserError("checkpoint", std::string(e.what()).substr(e.tag().size() + 3));
-    }
-  };
-}
 
 std::string state_line(const ck::TrainState& s) {
   std::string out = fmt::format("optimizer {} ({} updates), scheduler step {}",
@@ -136,7 +123,7 @@ void add_ckpt_command(CLI::App& app) {
         "inspect", "Print a checkpoint's step, layout, state and parameter table");
     cmd->add_option("dir", *dir, "Checkpoint root (uses 'latest') or step directory")->required();
     cmd->add_flag("--slices", *slices, "Also list every slice: kind, range, file and dataset");
-    cmd->callback(as_user_error([dir, slices] { run_inspect(*dir, *slices); }));
+    cmd->callback([dir, slices] { run_inspect(*dir, *slices); });
   }
   {
     struct Args {
@@ -151,7 +138,7 @@ void add_ckpt_command(CLI::App& app) {
     cmd->add_option("dir", a->dir, "Checkpoint root (uses 'latest') or step directory")->required();
     cmd->add_flag("--all", a->all, "Verify every step directory under the root DIR");
     cmd->add_flag("--quick", a->quick, "Skip reading data for checksums (structure only)");
-    cmd->callback(as_user_error([a] { run_verify(a->dir, a->all, a->quick); }));
+    cmd->callback([a] { run_verify(a->dir, a->all, a->quick); });
   }
   {
     struct Args {
@@ -163,11 +150,11 @@ void add_ckpt_command(CLI::App& app) {
                                      "PyTorch/nanoGPT names (h5py-readable)");
     cmd->add_option("dir", a->dir, "Checkpoint root (uses 'latest') or step directory")->required();
     cmd->add_option("--output,-o", a->output, "Output .h5 file")->required();
-    cmd->callback(as_user_error([a] {
+    cmd->callback([a] {
       const ck::ExportResult r = ck::export_consolidated(a->dir, a->output);
       fmt::print("exported step {} from {}: {} parameters, {} elements -> {}\n", r.step, r.step_dir,
                  r.params, r.elements, r.output);
-    }));
+    });
   }
   {
     struct Args {
@@ -182,13 +169,13 @@ void add_ckpt_command(CLI::App& app) {
     cmd->add_option("--output,-o", a->output, "Checkpoint root to create")->required();
     cmd->add_option("--exclude", a->exclude,
                     "Dataset names to leave out (e.g. lm_head.weight when tied)");
-    cmd->callback(as_user_error([a] {
+    cmd->callback([a] {
       ck::ImportOptions opt;
       opt.exclude = a->exclude;
       const ck::ImportResult r = ck::import_consolidated(a->file, a->output, opt);
       for (const auto& s : r.skipped) fmt::print("skipped {}\n", s);
       fmt::print("imported {} parameters, {} elements -> {}\n", r.params, r.elements, r.step_dir);
-    }));
+    });
   }
 }
 

@@ -14,13 +14,17 @@
 #include <thread>
 
 #include "examples/train_gpt/checkpoints.hpp"
+#include "examples/train_gpt/metrics_file.hpp"
 #include "examples/train_gpt/progress.hpp"
 #include "examples/train_gpt/progress_file.hpp"
+#include "examples/train_gpt/startup_checks.hpp"
 #include "examples/train_gpt/stop_signal.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/config/config.hpp"
+#include "framework/core/exit_status.hpp"
 #include "framework/data/eval_sampler.hpp"
 #include "framework/data/sampler.hpp"
+#include "framework/memory/exit_report.hpp"
 #include "framework/memory/size.hpp"
 #include "framework/nn/generate.hpp"
 #include "framework/nn/param_store.hpp"
@@ -82,6 +86,7 @@ int run(const Args& a) {
   if (!a.checkpoint_dir.empty()) overrides.push_back("strata.checkpoint.dir=" + a.checkpoint_dir);
   if (!a.resume.empty()) overrides.push_back("strata.checkpoint.resume=" + a.resume);
   config::Config cfg = config::load_config(a.config, overrides);
+  examples::check_outputs(cfg, a.metrics);  // bad paths fail now, not at the first save
   parallel::InitOptions init;
   init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
   parallel::World world(init);
@@ -196,12 +201,9 @@ int run(const Args& a) {
   const std::int64_t start = checkpoints.resume();
   if (lead) std::fflush(stdout);
 
-  std::ofstream metrics;
-  if (!a.metrics.empty() && lead) {
-    // A resumed run continues the file of the run it resumes.
-    metrics.open(a.metrics, start > 0 ? std::ios::app : std::ios::trunc);
-    if (!metrics) user_fail("train_gpt", "cannot write metrics file {}", a.metrics);
-  }
+  examples::MetricsFile metrics;
+  // A resumed run continues the file of the run it resumes.
+  if (!a.metrics.empty() && lead) metrics.open(a.metrics, start > 0);
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
@@ -239,8 +241,7 @@ int run(const Args& a) {
     if (metrics.is_open()) {
       if (!print) r.tokens_per_s = static_cast<double>(accum) * micro * T * grid.dp_size() /
                                    std::max(1e-9, std::chrono::duration<double>(now - last).count());
-      metrics << examples::metrics_json(r, ledger.snapshot()) << "\n";
-      metrics.flush();
+      metrics.write_line(examples::metrics_json(r, ledger.snapshot()));
     }
     if (print || metrics.is_open()) {
       last = clock::now();
@@ -295,6 +296,10 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) {
   CLI::App app{"train_gpt: train a GPT-2-style model (the Strata main job)"};
+  app.footer(kExitStatusHelp);
+  app.failure_message([](const CLI::App* app, const CLI::Error& e) {  // bounded: huge arguments
+    return bounded_message(CLI::FailureMessage::simple(app, e)) + "\n";
+  });
   Args a;
   app.add_option("--config", a.config, "JSON config (DeepSpeed keys + strata section)")->required();
   app.add_option("--set", a.sets, "override a config key: --set strata.train_steps=100");
@@ -315,15 +320,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);  // prints the help or the one-line error
+    return rc == 0 ? kExitOk : kExitUsage;
   }
   try {
     return run(a);
-  } catch (const UserError& e) {
-    std::fprintf(stderr, "train_gpt: %s\n", e.what());
-    return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_gpt: error: %s\n", e.what());
-    return 1;
+    return report_fatal("train_gpt", e);  // one bounded line; exit status by kind (exit_status.hpp)
   }
 }
