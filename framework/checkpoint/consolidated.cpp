@@ -28,8 +28,11 @@ ExportResult export_consolidated(const std::string& dir, const std::string& outp
   r.step = m.step;
   check_output_file(output, "checkpoint", "output file");
   const std::string tmp = output + std::string(kTmpSuffix);
-  std::uint64_t need = 64 * 1024;  // HDF5's metadata, roughly
+  // The data, HDF5's metadata and the reserved rest of its first metadata block (h5_io.hpp).
+  std::uint64_t need = h5::kMetadataBlockBytes + 64 * 1024;
   for (const ParamEntry& p : m.params) need += static_cast<std::uint64_t>(p.numel()) * 4;
+  const std::string out_name = fmt::format("'{}'", fs::path(output).filename().string());
+  require_space(parent_dir(output), out_name, need);
   try {
     h5::Id file = h5::create_file(tmp);
     const hid_t f = file.get();
@@ -58,8 +61,7 @@ ExportResult export_consolidated(const std::string& dir, const std::string& outp
   } catch (const NoSpaceError&) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    no_space(parent_dir(output), fmt::format("'{}'", fs::path(output).filename().string()), need,
-             false);
+    no_space(parent_dir(output), out_name, need, false);
   } catch (...) {
     std::error_code ec;
     fs::remove(tmp, ec);

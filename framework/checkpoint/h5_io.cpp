@@ -69,7 +69,7 @@ Id create_file(const std::string& path) {
   Id fapl(STRATA_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
   // Metadata in 1 MiB blocks (the first at the start of the file), and no aggregation of small
   // raw data: the datasets' bytes then follow each other in the order they are created.
-  STRATA_CHECK_H5(H5Pset_meta_block_size(fapl.get(), 1 << 20));
+  STRATA_CHECK_H5(H5Pset_meta_block_size(fapl.get(), kMetadataBlockBytes));
   STRATA_CHECK_H5(H5Pset_small_data_block_size(fapl.get(), 0));
   const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
   if (f < 0) fail_with_last_error(fmt::format("cannot create HDF5 file '{}'", path), path);

@@ -19,16 +19,7 @@ namespace {
 
 // "line:column" of a 1-based byte offset into text.
 std::string position(const std::string& text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("{}:{}", line, col);
+  return text_position(text, byte > 0 ? byte - 1 : 0);
 }
 
 // nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,

@@ -14,8 +14,9 @@ bool number_char(char c) {
   return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
 }
 
-// "line:column" (1-based) of byte `at`.
-std::string where(std::string_view text, std::size_t at) {
+}  // namespace
+
+std::string text_position(std::string_view text, std::size_t at) {
   std::size_t line = 1, col = 1;
   for (std::size_t i = 0; i < at && i < text.size(); ++i) {
     if (text[i] == '\n') {
@@ -27,8 +28,6 @@ std::string where(std::string_view text, std::size_t at) {
   }
   return fmt::format("{}:{}", line, col);
 }
-
-}  // namespace
 
 void check_json_limits(std::string_view text, std::string_view source, const std::string& tag,
                        const JsonLimits& limits) {
@@ -50,7 +49,7 @@ void check_json_limits(std::string_view text, std::string_view source, const std
     } else if (c == '[' || c == '{') {
       if (++depth > limits.max_depth)
         user_fail(tag, "{}:{}: JSON nested more than {} levels deep; a config needs a few", source,
-                  where(text, i), limits.max_depth);
+                  text_position(text, i), limits.max_depth);
     } else if (c == ']' || c == '}') {
       if (depth > 0) --depth;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
@@ -59,13 +58,13 @@ void check_json_limits(std::string_view text, std::string_view source, const std
       const std::size_t n = end - i;
       if (n > limits.max_number_chars)
         user_fail(tag, "{}:{}: a number of {} characters ({}...); at most {} are accepted", source,
-                  where(text, i), n, text.substr(i, 16), limits.max_number_chars);
+                  text_position(text, i), n, text.substr(i, 16), limits.max_number_chars);
       const std::string token(text.substr(i, n));
       errno = 0;
       char* stop = nullptr;
       const double v = std::strtod(token.c_str(), &stop);
       if (stop != token.c_str() && errno == ERANGE && std::isinf(v))
-        user_fail(tag, "{}:{}: the number {} is too large", source, where(text, i), token);
+        user_fail(tag, "{}:{}: the number {} is too large", source, text_position(text, i), token);
       i = end - 1;
     }
   }

@@ -15,6 +15,9 @@ struct JsonLimits {
   std::size_t max_number_chars = 100;  // characters of one number
 };
 
+// "line:column" (1-based) of the byte at index `at` of text.
+std::string text_position(std::string_view text, std::size_t at);
+
 // Throws UserError("[tag] <source>:<line>:<column>: <what is wrong>") at the first value nested
 // deeper than the limit, the first number longer than the limit, or a number too large for a
 // double (nothing of the offending text is echoed beyond a few characters). Malformed JSON is

@@ -8,6 +8,7 @@
 # made here; where mounting is not permitted the test is skipped (exit 77).
 # usage: full_disk.sh tmpfs|ext4 STRATA TRAIN_GPT MPIEXEC ARGS...
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 kind=$1
 strata=$2
 train_gpt=$3
@@ -37,23 +38,10 @@ case $kind in
   *) echo "unknown file system $kind"; exit 99 ;;
 esac
 
-for i in $(seq 1 200); do echo "line $i: the quick brown fox jumps over the lazy dog"; done >"$T/corpus.txt"
-"$strata" data prepare --input "$T/corpus.txt" --output "$T/tiny" >/dev/null || fail "data prepare failed"
+source "$here/tiny_job.sh"
+tiny_data "$strata" "$T" || fail "data prepare failed"
 config() {  # config ASYNC STAGE
-  cat >"$T/config.json" <<JSON
-{
-  "train_micro_batch_size_per_gpu": 2,
-  "zero_optimization": {"stage": $2},
-  "optimizer": {"type": "AdamW", "params": {"lr": 3e-3}},
-  "strata": {
-    "seed": 5, "train_steps": 8,
-    "model": {"type": "gpt", "n_layer": 1, "n_head": 1, "n_embd": 32, "block_size": 16, "vocab_size": 256},
-    "data": {"train": "$T/tiny.train.tok"},
-    "sample": {"tokens": 0},
-    "checkpoint": {"interval": 4, "async": $1}
-  }
-}
-JSON
+  tiny_config "$T/config.json" "$T/tiny.train.tok" 8 4 "$2" "$1" 32
 }
 free_kib() { df -k --output=avail "$mnt" | tail -n 1 | tr -d ' '; }
 # Leaves KIB KiB free on the file system (a filler file takes the rest).

@@ -6,6 +6,7 @@
 # every program uses the same exit statuses (docs/exit-codes.md).
 # usage: hostile_inputs.sh STRATA TRAIN_GPT
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 strata=$1
 train_gpt=$2
 T=$(mktemp -d)
@@ -32,21 +33,9 @@ expect() {
 err_has() { grep -Eq -- "$2" "$T/err" || fail "$1: stderr lacks /$2/"; }
 
 cd "$T" || exit 1
-for i in $(seq 1 200); do echo "line $i: the quick brown fox jumps over the lazy dog"; done >corpus.txt
-"$strata" data prepare --input corpus.txt --output tiny >/dev/null || { echo "data prepare failed"; exit 1; }
-cat >config.json <<'JSON'
-{
-  "train_micro_batch_size_per_gpu": 2,
-  "optimizer": {"type": "AdamW", "params": {"lr": 3e-3}},
-  "strata": {
-    "seed": 5, "train_steps": 6,
-    "model": {"type": "gpt", "n_layer": 1, "n_head": 1, "n_embd": 16, "block_size": 16, "vocab_size": 256},
-    "data": {"train": "tiny.train.tok"},
-    "sample": {"tokens": 0},
-    "checkpoint": {"interval": 3}
-  }
-}
-JSON
+source "$here/tiny_job.sh"
+tiny_data "$strata" "$T" || { echo "data prepare failed"; exit 1; }
+tiny_config config.json tiny.train.tok 6 3
 tg() { OMP_NUM_THREADS=1 "$train_gpt" --config config.json --threads 1 "$@"; }
 
 # 1. Killed during its first save: step_00000003/ without a manifest is not a checkpoint.

@@ -8,6 +8,7 @@
 # and end with checkpoints bitwise equal to an uninterrupted run's.
 # usage: save_faults.sh STRATA TRAIN_GPT RANKS sync|async [MPIEXEC ARGS...]
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 strata=$1
 train_gpt=$2
 ranks=$3
@@ -24,25 +25,10 @@ fail() {
   exit 1
 }
 
-for i in $(seq 1 200); do echo "line $i: the quick brown fox jumps over the lazy dog"; done >"$T/corpus.txt"
-"$strata" data prepare --input "$T/corpus.txt" --output "$T/tiny" >/dev/null || fail "data prepare failed"
+source "$here/tiny_job.sh"
+tiny_data "$strata" "$T" || fail "data prepare failed"
 [[ $mode == async ]] && async=true || async=false
-stage=$(( ranks > 1 ? 1 : 0 ))
-cat >"$T/config.json" <<JSON
-{
-  "train_micro_batch_size_per_gpu": 2,
-  "steps_per_print": 100,
-  "zero_optimization": {"stage": $stage},
-  "optimizer": {"type": "AdamW", "params": {"lr": 3e-3}},
-  "strata": {
-    "seed": 5, "train_steps": 6,
-    "model": {"type": "gpt", "n_layer": 1, "n_head": 1, "n_embd": 16, "block_size": 16, "vocab_size": 256},
-    "data": {"train": "$T/tiny.train.tok", "shuffle": true},
-    "sample": {"tokens": 0},
-    "checkpoint": {"interval": 2, "async": $async}
-  }
-}
-JSON
+tiny_config "$T/config.json" "$T/tiny.train.tok" 6 2 $(( ranks > 1 ? 1 : 0 )) $async
 
 # train DIR [ENV=VALUE...]: train_gpt in DIR (checkpoints in DIR/ck); sets rc.
 train() {

@@ -17,8 +17,11 @@
 
 #include "ckpt_test_util.hpp"
 #include "framework/checkpoint/checkpoint_error.hpp"
+#include "framework/checkpoint/consolidated.hpp"
 #include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/h5_io.hpp"
 #include "framework/checkpoint/shard_writer.hpp"
+#include "framework/checkpoint/space.hpp"
 
 namespace strata::checkpoint {
 namespace {
@@ -182,6 +185,46 @@ TEST(FullDisk, FileDroppedOnAFullDiskLeavesNoHalfClosedFile) {
       }
     }  // dropped: closing it must not need the disk
     return fs::exists(dir + "/rank_00000.h5.tmp") ? 2 : 0;
+  });
+  EXPECT_CLEAN_EXIT(status);
+}
+
+TEST(FullDisk, ExportToAFullDiskIsOneLineAndNoCrash) {
+  TempDir tmp;
+  const std::string d = testing::save_toy(tmp.str(), 3, 2);
+  SmallFs small("2m");
+  MOUNT_OR_SKIP(small);
+  // Refused up front (too little room), and when the room goes while writing.
+  EXPECT_TRUE(throws_with<NoSpaceError>(
+      [&] {
+        fill(small.str());
+        export_consolidated(d, small / "a.h5");
+      },
+      {"no space left on the file system of", "'a.h5'"}));
+  fs::remove(small / "filler");
+  EXPECT_FALSE(fs::exists(small / "a.h5.tmp"));
+}
+
+// A file HDF5 writes itself (an export) on a disk that fills before it is closed: the close
+// reserves the file's blocks first and, finding no room, closes it in memory and reports it.
+TEST(FullDisk, Hdf5FileClosedOnAFullDiskIsReportedNotCrashed) {
+  SmallFs small("2m");
+  MOUNT_OR_SKIP(small);
+  const int status = in_child([&] {
+    const std::vector<float> data(16, 1.0f);
+    h5::Id file = h5::create_file(small / "c.h5");
+    for (int i = 0; i < 50; ++i) {  // metadata that needs pages of its own at the close
+      h5::Id ds =
+          h5::write_dataset(file.get(), "/w" + std::to_string(i), DType::f32, {16}, data.data());
+      ds.close("dataset");
+    }
+    fill(small.str());
+    try {
+      file.close("c.h5");
+      return 1;
+    } catch (const NoSpaceError& e) {
+      return std::string(e.what()).find("No space left on device") == std::string::npos ? 2 : 0;
+    }
   });
   EXPECT_CLEAN_EXIT(status);
 }
