@@ -164,7 +164,7 @@ herr_t close_created_file(hid_t file) {
   return -1;
 }
 
-void discard_file(Id& file) {
+void discard_file(Id& file) noexcept {
   if (!file.valid()) return;
   quiet_errors();
   const int mem = divert_writes_to_memory(file.get());

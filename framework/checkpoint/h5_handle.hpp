@@ -61,7 +61,7 @@ herr_t close_created_file(hid_t file);
 
 // Closes a file created for writing whose contents are to be thrown away (a failed save):
 // HDF5's remaining writes go to memory, so a full disk cannot make the close fail.
-void discard_file(Id& file);
+void discard_file(Id& file) noexcept;
 
 // From now on HDF5 reads and writes `file` (created for writing, sec2 driver) in an anonymous
 // in-memory file instead of on the disk: its descriptor is replaced by one of a memfd holding

@@ -46,6 +46,16 @@ ShardWriter::ShardWriter(const std::string& step_dir, int rank, int world, std::
   record_.file = rank_file_name(rank);
   final_path_ = join_path(step_dir_, record_.file);
   temp_path_ = final_path_ + std::string(kTmpSuffix);
+  try {
+    open(world, step);
+  } catch (...) {
+    drop();  // no destructor runs for a constructor that threw
+    throw;
+  }
+}
+
+void ShardWriter::open(int world, std::int64_t step) {
+  const int rank = record_.rank;
   guard_space(0, [&] {
     file_ = h5::create_file(temp_path_);
     hdf5_bytes_.reset(h5::divert_writes_to_memory(file_.get()));
@@ -66,7 +76,10 @@ void ShardWriter::expect(std::uint64_t data_bytes, std::size_t datasets) {
 }
 
 ShardWriter::~ShardWriter() {
-  if (committed_) return;
+  if (!committed_) drop();
+}
+
+void ShardWriter::drop() noexcept {
   raw_.reset();
   groups_.clear();
   if (hdf5_bytes_.valid())

@@ -64,6 +64,8 @@ class ShardWriter {
   // file needs (`pending`: bytes of the write under way, when the total is not known).
   template <typename F>
   auto guard_space(std::uint64_t pending, F&& f);
+  void open(int world, std::int64_t step);  // the constructor's work
+  void drop() noexcept;                     // closes and removes an unfinished file
   void add_slice(const SliceRef& slice);
   // Copies HDF5's bytes from memory into the file: everything HDF5 wrote except the datasets'
   // ranges, which RawWriter wrote.
