@@ -21,13 +21,20 @@ namespace {
 // errno text otherwise.
 std::string probe_create(const std::string& dir) {
   static std::atomic<unsigned> counter{0};
-  const std::string probe =
-      (fs::path(dir) / fmt::format(".strata-probe-{}-{}", ::getpid(), counter++)).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return std::strerror(errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return "";
+  char host[64] = "host";
+  ::gethostname(host, sizeof host - 1);
+  for (int attempt = 0;; ++attempt) {
+    // Unique across the ranks of a job on a shared file system (host, pid).
+    const std::string probe =
+        (fs::path(dir) / fmt::format(".strata-probe-{}-{}-{}", host, ::getpid(), counter++))
+            .string();
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST && attempt < 100) continue;
+    if (fd < 0) return std::strerror(errno);
+    ::close(fd);
+    ::unlink(probe.c_str());
+    return "";
+  }
 }
 
 std::string parent_of(const std::string& path) {
