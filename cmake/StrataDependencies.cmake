@@ -39,6 +39,10 @@ endif()
 find_path(STRATA_CBLAS_INCLUDE cblas.h PATH_SUFFIXES openblas openblas-pthread REQUIRED)
 strata_summary("BLAS" BLAS_FOUND "${BLAS_LIBRARIES}")
 
+# PCRE2 — Unicode classes of GPT-2's pre-tokenization regex (strata data prepare --tokenizer gpt2).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+strata_summary("PCRE2" PCRE2_FOUND "${PCRE2_VERSION}")
+
 # io_uring — NVMe tier.
 pkg_check_modules(URING IMPORTED_TARGET liburing)
 strata_summary("io_uring" URING_FOUND "${URING_VERSION}")

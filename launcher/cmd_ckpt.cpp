@@ -1,6 +1,7 @@
 // strata ckpt: `inspect` (step, layout, parameter table, sizes), `verify` (completeness and
 // checksums; non-zero exit on any fault), `export` (one consolidated fp32 HDF5 file under the
-// PyTorch/nanoGPT names) and `import` (such a file into a step-0 checkpoint for fine-tuning).
+// PyTorch/nanoGPT names, or a Hugging Face GPT-2 directory) and `import` (either into a step-0
+// checkpoint for fine-tuning).
 // DIR is a checkpoint root (the step `latest` names) or one step directory.
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 
 #include "framework/checkpoint/catalog.hpp"
 #include "framework/checkpoint/consolidated.hpp"
+#include "framework/checkpoint/hf_gpt2.hpp"
 #include "framework/checkpoint/manifest.hpp"
 #include "framework/checkpoint/verify.hpp"
 #include "framework/core/error.hpp"
@@ -142,15 +144,48 @@ void add_ckpt_command(CLI::App& app) {
   }
   {
     struct Args {
-      std::string dir, output;
+      std::string dir, output, format, dtype = "f32";
+      std::int64_t n_head = 0;
     };
     auto a = std::make_shared<Args>();
-    auto* cmd = ckpt->add_subcommand("export",
-                                     "Write the weights as one fp32 HDF5 file under their "
-                                     "PyTorch/nanoGPT names (h5py-readable)");
+    auto* cmd = ckpt->add_subcommand(
+        "export",
+        "Write the weights as one fp32 HDF5 file under their PyTorch/nanoGPT names "
+        "(h5py-readable), or as a Hugging Face GPT-2 (model.safetensors + config.json)");
     cmd->add_option("dir", a->dir, "Checkpoint root (uses 'latest') or step directory")->required();
-    cmd->add_option("--output,-o", a->output, "Output .h5 file")->required();
-    cmd->callback([a] {
+    cmd->add_option("--output,-o", a->output,
+                    "Output: a .h5/.hdf5 file, or a directory for the Hugging Face format")
+        ->required();
+    cmd->add_option("--format", a->format,
+                    "h5 or hf (default: h5 for a .h5/.hdf5 output, hf otherwise)")
+        ->check(CLI::IsMember({"h5", "hf"}));
+    cmd->add_option("--dtype", a->dtype, "hf: tensor dtype in the file")
+        ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+        ->capture_default_str();
+    cmd->add_option("--n-head", a->n_head,
+                    "hf: attention heads, when the checkpoint's config does not say")
+        ->check(CLI::PositiveNumber);
+    cmd->callback([a, cmd] {
+      const bool h5_name = a->output.ends_with(".h5") || a->output.ends_with(".hdf5");
+      const std::string format = a->format.empty() ? (h5_name ? "h5" : "hf") : a->format;
+      if (format == "hf") {
+        if (h5_name)
+          user_fail("checkpoint", "--format hf writes a directory (model.safetensors + "
+                    "config.json), not '{}'", a->output);
+        ck::HfExportOptions o;
+        o.dtype = parse_dtype(a->dtype);
+        o.n_head = a->n_head;
+        const ck::HfExportResult r = ck::export_hf_gpt2(a->dir, a->output, o);
+        fmt::print("exported step {} from {}: GPT-2 {} layers, {} heads, n_embd {}, vocab {}, "
+                   "{} positions; {} tensors, {} elements ({}) -> {}, {}\n",
+                   r.step, r.step_dir, r.shape.n_layer, r.shape.n_head, r.shape.n_embd,
+                   r.shape.vocab_size, r.shape.n_positions, r.tensors, r.elements, a->dtype,
+                   r.model_file, r.config_file);
+        return;
+      }
+      for (const char* opt : {"--dtype", "--n-head"})
+        if (cmd->count(opt))
+          user_fail("checkpoint", "{} applies to --format hf; the HDF5 export is fp32", opt);
       const ck::ExportResult r = ck::export_consolidated(a->dir, a->output);
       fmt::print("exported step {} from {}: {} parameters, {} elements -> {}\n", r.step, r.step_dir,
                  r.params, r.elements, r.output);
@@ -160,18 +195,30 @@ void add_ckpt_command(CLI::App& app) {
     struct Args {
       std::string file, output;
       std::vector<std::string> exclude;
+      std::int64_t n_head = 0;
     };
     auto a = std::make_shared<Args>();
-    auto* cmd = ckpt->add_subcommand("import",
-                                     "Turn an HDF5 file of float weights (e.g. from 'ckpt export' "
-                                     "or h5py) into a step-0 checkpoint");
-    cmd->add_option("file", a->file, "HDF5 file of weights")->required();
+    auto* cmd = ckpt->add_subcommand(
+        "import",
+        "Turn an HDF5 file of float weights (e.g. from 'ckpt export' or h5py), or a Hugging Face "
+        "GPT-2 (a .safetensors file or a directory with model.safetensors), into a step-0 "
+        "checkpoint");
+    cmd->add_option("file", a->file,
+                    "HDF5 file, .safetensors file, or directory holding model.safetensors")
+        ->required();
     cmd->add_option("--output,-o", a->output, "Checkpoint root to create")->required();
     cmd->add_option("--exclude", a->exclude,
-                    "Dataset names to leave out (e.g. lm_head.weight when tied)");
+                    "HDF5: dataset names to leave out (e.g. lm_head.weight when tied)");
+    cmd->add_option("--n-head", a->n_head,
+                    "Hugging Face: attention heads, when no config.json is beside the weights")
+        ->check(CLI::PositiveNumber);
     cmd->callback([a] {
+      if (a->n_head > 0 && !ck::is_hf_gpt2_path(a->file))
+        user_fail("checkpoint", "--n-head applies to Hugging Face input (a .safetensors file or a "
+                  "directory with model.safetensors), not '{}'", a->file);
       ck::ImportOptions opt;
       opt.exclude = a->exclude;
+      opt.n_head = a->n_head;
       const ck::ImportResult r = ck::import_consolidated(a->file, a->output, opt);
       for (const auto& s : r.skipped) fmt::print("skipped {}\n", s);
       fmt::print("imported {} parameters, {} elements -> {}\n", r.params, r.elements, r.step_dir);

@@ -6,6 +6,7 @@
 
 #include "framework/config/cli_options.hpp"
 #include "framework/config/config.hpp"
+#include "framework/config/deepspeed_keys.hpp"
 #include "framework/config/schema.hpp"
 #include "framework/core/error.hpp"
 #include "launcher/commands.hpp"
@@ -37,24 +38,14 @@ nlohmann::ordered_json in_schema_order(const config::json& doc, const std::strin
   return out;
 }
 
+// Every problem at once (one line each, exit status 1), or the notes on stderr and the resolved
+// config on stdout.
 void run_check(const CheckArgs& a) {
-  config::Config cfg = a.options.load();
-  std::int64_t dp = 0;
-  try {
-    dp = config::data_parallel_size(cfg, a.world_size);
-  } catch (const UserError& e) {
-    throw UserError("config", fmt::format("{}: {}", a.options.path,
-                                          std::string(e.what()).substr(e.tag().size() + 3)));
-  }
-  try {
-    config::resolve_batch(cfg, dp);
-  } catch (const UserError& e) {
-    // Name the file and the world size the numbers came from.
-    throw UserError("config",
-                    fmt::format("{}: {} (world size {})", a.options.path,
-                                std::string(e.what()).substr(e.tag().size() + 3), a.world_size));
-  }
-  std::cout << in_schema_order(config::to_json(cfg), "").dump(2) << "\n";
+  const config::CheckResult r = config::check_config(a.options.document(), a.world_size);
+  r.problems.raise_if_any(a.options.source());
+  for (const auto& note : r.config.notes)
+    std::cerr << fmt::format("strata: note: {}: {}\n", a.options.source(), note);
+  std::cout << in_schema_order(config::to_json(r.config), "").dump(2) << "\n";
 }
 
 std::string kind_label(config::Kind k) {
@@ -77,7 +68,26 @@ std::string kind_label(config::Kind k) {
   return "?";
 }
 
-void run_keys(bool markdown) {
+// DeepSpeed's keys that Strata's schema does not have: when each is accepted as a no-op, and
+// what it asks for otherwise.
+void run_deepspeed_keys(bool markdown) {
+  const auto rows = config::deepspeed_key_rows();
+  if (markdown) {
+    std::cout << "| DeepSpeed key | accepted (ignored, with a note) at | otherwise |\n"
+                 "| --- | --- | --- |\n";
+    for (const auto& r : rows)
+      std::cout << fmt::format("| `{}` | {} | {} |\n", r.key, r.noop_values, r.otherwise);
+    return;
+  }
+  for (const auto& r : rows) {
+    std::string values = r.noop_values;
+    std::erase(values, '`');
+    std::cout << fmt::format("{:<64} {}\n", r.key, values);
+  }
+}
+
+void run_keys(bool markdown, bool deepspeed) {
+  if (deepspeed) return run_deepspeed_keys(markdown);
   if (markdown) {
     std::cout << "| key | type | default | meaning |\n| --- | --- | --- | --- |\n";
     for (const auto& k : config::schema()) {
@@ -104,7 +114,8 @@ void add_config_command(CLI::App& app) {
   auto* check = cmd->add_subcommand(
       "check",
       "Validate a config (strictly, as a training job would) and print it resolved, "
-      "with every default, as JSON");
+      "with every default, as JSON; list every problem at once, and note DeepSpeed keys "
+      "that change nothing");
   config::add_config_options(*check, args->options, true, "file");
   check
       ->add_option(
@@ -114,9 +125,13 @@ void add_config_command(CLI::App& app) {
   check->callback([args] { run_check(*args); });
 
   auto markdown = std::make_shared<bool>(false);
+  auto deepspeed = std::make_shared<bool>(false);
   auto* keys = cmd->add_subcommand("keys", "List every accepted key with its type and default");
   keys->add_flag("--markdown", *markdown, "Print a Markdown table (as in docs/config.md)");
-  keys->callback([markdown] { run_keys(*markdown); });
+  keys->add_flag("--deepspeed", *deepspeed,
+                 "List instead DeepSpeed's keys that Strata does not have: the values at which "
+                 "each changes nothing (accepted with a note), and what it asks for otherwise");
+  keys->callback([markdown, deepspeed] { run_keys(*markdown, *deepspeed); });
 }
 
 }  // namespace strata::launcher

@@ -1,5 +1,5 @@
-// strata data: `prepare` turns a text corpus (or tokenised arrays) into train/validation token
-// files; `inspect` prints a token file's header and first tokens.
+// strata data: `prepare` turns a text corpus (bytes or GPT-2 BPE, or tokenised arrays) into
+// train/validation token files; `inspect` prints a token file's header and first tokens.
 #include <fmt/format.h>
 
 #include <memory>
@@ -20,8 +20,9 @@ void add_prepare(CLI::App& data) {
   auto opts = std::make_shared<data::PrepareOptions>();
   auto* cmd = data.add_subcommand(
       "prepare",
-      "Write <PREFIX>.train.tok and <PREFIX>.val.tok from text files (one token per "
-      "byte, vocabulary 256) or already tokenised u16/u32 arrays");
+      "Write <PREFIX>.train.tok and <PREFIX>.val.tok from text files (one token per byte, "
+      "vocabulary 256; or GPT-2's byte-level BPE with --tokenizer gpt2) or already tokenised "
+      "u16/u32 arrays");
   cmd->add_option("--input,-i", opts->inputs,
                   fmt::format("Files or directories, concatenated in sorted order (default: {})",
                               data::kDefaultCorpusDir));
@@ -35,6 +36,18 @@ void add_prepare(CLI::App& data) {
   cmd->add_option("--vocab-size", opts->vocab_size, "Vocabulary size of tokenised inputs")
       ->needs(tokenized);
   tokenized->needs("--vocab-size");
+  auto* tokenizer = cmd->add_option("--tokenizer", opts->tokenizer,
+                                    "Tokenise text with this tokenizer: gpt2 (byte-level BPE from "
+                                    "GPT-2's vocab.json and merges.txt)")
+                        ->check(CLI::IsMember({"gpt2"}))
+                        ->excludes(tokenized);
+  auto* vocab = cmd->add_option("--vocab", opts->vocab_path, "vocab.json of --tokenizer gpt2")
+                    ->check(CLI::ExistingFile)
+                    ->needs(tokenizer);
+  auto* merges = cmd->add_option("--merges", opts->merges_path, "merges.txt of --tokenizer gpt2")
+                     ->check(CLI::ExistingFile)
+                     ->needs(tokenizer);
+  tokenizer->needs(vocab)->needs(merges);
   cmd->callback([opts] {
     if (opts->inputs.empty()) opts->inputs = {data::kDefaultCorpusDir};
     const data::PrepareResult r = data::prepare_corpus(*opts);

@@ -61,7 +61,7 @@ void add_run_command(CLI::App& app) {
          "between SIGTERM to mpirun and SIGKILL")
       ->capture_default_str();
   cmd->add_option("--log-dir", o->log_dir,
-                  "Where rank_XXXX.log, progress/ and status/ go (default strata-logs/run-<time>)");
+                  "Where rank_XXXXX.log, progress/ and status/ go (default strata-logs/run-<time>)");
   cmd->add_option("-x,--env", o->env,
                   "Export a variable to the ranks: NAME (its value here) or NAME=VALUE; every "
                   "STRATA_* variable is exported anyway")

@@ -14,6 +14,7 @@ void add_env_command(CLI::App& app);      // cmd_env.cpp: strata env (like DeepS
 void add_config_command(CLI::App& app);   // cmd_config.cpp: strata config check|keys
 void add_version_command(CLI::App& app);  // cmd_version.cpp: strata version
 void add_run_command(CLI::App& app);      // cmd_run.cpp: strata run (and the hidden _rank)
+void add_plot_command(CLI::App& app);     // cmd_plot.cpp: strata plot (metrics → PNG/SVG)
 
 // "strata 0.1.0" (cmd_version.cpp; also `strata --version`).
 std::string version_line();

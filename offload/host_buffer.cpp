@@ -50,11 +50,4 @@ void HostBuffer::reset() {
   charge_.reset();
 }
 
-Tensor HostBuffer::f32_view(std::size_t byte_offset, std::int64_t n) const {
-  STRATA_CHECK(byte_offset + static_cast<std::size_t>(n) * 4 <= size_, "offload",
-               "view of {} floats at byte {} exceeds the {}-byte buffer", n, byte_offset, size_);
-  auto s = Storage::wrap(data_ + byte_offset, static_cast<std::size_t>(n) * 4, Device::cpu());
-  return Tensor(std::move(s), DType::f32, Shape{n}, {1}, 0);
-}
-
 }  // namespace strata::offload

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "framework/core/tensor.hpp"
 #include "framework/memory/ledger.hpp"
 
 namespace strata::offload {
@@ -34,10 +33,6 @@ class HostBuffer {
   bool pinned() const { return pinned_; }
   explicit operator bool() const { return data_ != nullptr; }
   void reset();
-
-  // An f32 tensor viewing [offset, offset + 4·n) bytes of this buffer (no ownership: valid while
-  // the buffer lives and is not reused).
-  Tensor f32_view(std::size_t byte_offset, std::int64_t n) const;
 
  private:
   std::byte* data_ = nullptr;

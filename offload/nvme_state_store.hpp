@@ -24,6 +24,9 @@ class NvmeStateStore final : public train::OptimizerStateStore {
   void release(std::size_t u, bool dirty) override;
   void end_step() override;
   std::size_t num_units() const override { return layouts_.size(); }
+  double io_wait_seconds() const override {
+    return swapper_.stats().read_wait_s + swapper_.stats().write_wait_s;
+  }
 
   const Swapper& swapper() const { return swapper_; }
   Swapper& swapper() { return swapper_; }

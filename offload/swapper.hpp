@@ -59,7 +59,6 @@ class Swapper {
   void flush();
 
   std::size_t num_units() const { return units_.size(); }
-  std::uint64_t unit_bytes(std::size_t u) const { return units_.at(u).bytes; }
   std::uint64_t buffer_bytes() const { return capacity_; }  // each host buffer
   int buffer_count() const { return static_cast<int>(slots_.size()); }
   bool resident(std::size_t u) const { return units_.at(u).slot >= 0; }

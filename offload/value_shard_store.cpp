@@ -1,5 +1,6 @@
 #include "offload/value_shard_store.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "framework/backend/cuda_runtime.hpp"
@@ -58,30 +59,33 @@ std::string NvmeValueShardStore::where() const {
                      format_bytes(swapper_.buffer_bytes()));
 }
 
-void NvmeValueShardStore::read_ahead(std::size_t u) {
-  const auto n = static_cast<std::int64_t>(units_.size());
+void NvmeValueShardStore::expect(std::vector<std::size_t> upcoming) {
+  expected_ = std::move(upcoming);
+  next_ = 0;
+  read_ahead();
+}
+
+void NvmeValueShardStore::read_ahead() {
   std::vector<std::size_t> next;
-  for (int k = 1; k < swapper_.buffer_count(); ++k) {
-    const std::int64_t v = static_cast<std::int64_t>(u) + direction_ * k;
-    if (v < 0 || v >= n) break;
-    next.push_back(static_cast<std::size_t>(v));
-  }
-  swapper_.prefetch(next);
+  for (std::size_t i = next_; i < expected_.size() && next.size() + 1 < static_cast<std::size_t>(swapper_.buffer_count()); ++i)
+    if (std::find(next.begin(), next.end(), expected_[i]) == next.end()) next.push_back(expected_[i]);
+  if (!next.empty()) swapper_.prefetch(next);
 }
 
 Tensor NvmeValueShardStore::acquire(std::size_t u) {
   STRATA_CHECK(u < units_.size(), "offload", "unit {} of {}", u, units_.size());
-  const auto su = static_cast<std::int64_t>(u);
-  if (last_ >= 0 && su != last_) direction_ = su > last_ ? 1 : -1;
-  last_ = su;
+  // Follow the expectation: the acquire of its next unit moves past it; any other unit means the
+  // callers went elsewhere, and nothing more is read ahead until they say what comes next.
+  if (next_ < expected_.size() && expected_[next_] == u) ++next_;
+  else expected_.clear(), next_ = 0;
   std::byte* buf = swapper_.acquire(u);
-  read_ahead(u);
+  read_ahead();
   return view(buf, units_[u].elements, units_[u].dtype);
 }
 
 void NvmeValueShardStore::release(std::size_t u, bool dirty) {
   swapper_.release(u, dirty);
-  read_ahead(u);
+  read_ahead();
 }
 
 std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cfg, int rank,

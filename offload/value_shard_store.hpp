@@ -41,32 +41,36 @@ class HostValueShardStore final : public ValueShardStore {
 };
 
 // offload_param.device = "nvme": slices in this rank's "params" swap file, buffer_count host
-// buffers. Reads ahead in the direction the units are being visited (forward 0..n-1, backward
-// n-1..0, the optimizer 0..n-1), so the gather of the next unit finds its slice resident or in
-// flight. (Guessing across a pass boundary was tried and evicted more than it saved.)
+// buffers. Reads ahead the units its callers say come next (expect(): the engine's unit schedule,
+// the optimizer's and checkpoints' 0..n-1), so the gather of the next unit finds its slice
+// resident or in flight; without an expectation it reads nothing ahead.
 class NvmeValueShardStore final : public ValueShardStore {
  public:
   explicit NvmeValueShardStore(SwapperOptions opts);
   void create(std::size_t u, std::int64_t elements, DType dtype) override;
+  void expect(std::vector<std::size_t> upcoming) override;
   Tensor acquire(std::size_t u) override;
   void release(std::size_t u, bool dirty) override;
   std::size_t num_units() const override { return units_.size(); }
   std::string where() const override;
   // Waits for every write-back; throws the first I/O error (naming the swap file).
   void flush() override { swapper_.flush(); }
+  double io_wait_seconds() const override {
+    return swapper_.stats().read_wait_s + swapper_.stats().write_wait_s;
+  }
   const Swapper& swapper() const { return swapper_; }
   Swapper& swapper() { return swapper_; }
 
  private:
-  void read_ahead(std::size_t u);
+  void read_ahead();
   struct Unit {
     std::int64_t elements;
     DType dtype;
   };
   Swapper swapper_;
   std::vector<Unit> units_;
-  std::int64_t last_ = -1;  // previous unit acquired
-  int direction_ = 1;
+  std::vector<std::size_t> expected_;  // units the callers will acquire next, in order
+  std::size_t next_ = 0;               // position in expected_ of the next acquire
 };
 
 // The store offload_param asks for: nullptr for "none". Bytes are charged to memory.ledger.

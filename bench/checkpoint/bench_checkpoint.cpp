@@ -28,7 +28,7 @@
 #include "framework/nn/gpt.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/checkpointing.hpp"
-#include "parallel/engine/dp_engine.hpp"
+#include "parallel/engine/training.hpp"
 #include "parallel/engine/rank_agreement.hpp"
 
 using namespace strata;
@@ -161,19 +161,20 @@ int run(const Options& o, const parallel::Group& w) {
   gc.block_size = o.seq;
   gc.vocab_size = o.vocab;
   nn::Gpt model(gc);
-  nn::ParamStore store(model.units(), parallel::ZeroHooks::store_options({}, o.stage, w));
-  store.initialize(1);
-  train::TrainerOptions to;
-  to.adamw.lr = 1e-4;
-  train::Trainer trainer(store, to,
-                         o.stage > 0 ? parallel::dp_reductions(w) : train::ShardReductions{});
-  parallel::EngineOptions eo;
-  eo.micro_batch = o.micro;
-  eo.seq_len = o.seq;
-  eo.zero.stage = o.stage;
-  parallel::DataParallelEngine engine(w, model, store, trainer, eo);
+  config::Config cfg;  // fp32 AdamW, lr 1e-4, seed 1
+  cfg.train_micro_batch_size_per_gpu = o.micro;
+  cfg.gradient_accumulation_steps = 1;
+  cfg.optimizer.lr = 1e-4;
+  cfg.strata.seed = 1;
+  cfg.zero_optimization.stage = o.stage;
+  parallel::Training job(cfg, w, model);
+  nn::ParamStore& store = job.store();
+  train::Trainer& trainer = job.trainer();
+  parallel::DataParallelEngine& engine = job.engine();
   Philox rng(11 + static_cast<std::uint64_t>(w.rank()));
-  auto batch = [&](std::int32_t* in, std::int32_t* tgt) {
+  auto batch = [&](nn::Batch& b) {
+    std::int32_t* in = b["tokens"].data<std::int32_t>();
+    std::int32_t* tgt = b["targets"].data<std::int32_t>();
     for (int i = 0; i < o.micro * o.seq; ++i) {
       in[i] = static_cast<std::int32_t>(rng.next_below(static_cast<std::uint64_t>(o.vocab)));
       tgt[i] = static_cast<std::int32_t>(rng.next_below(static_cast<std::uint64_t>(o.vocab)));

@@ -1,8 +1,9 @@
 // Single-process GPT training benchmark on the CPU backend: trains the same GPT-2 as
-// gpt_torch.py (fp32, AdamW, random tokens) with K kernel threads and prints one JSON line —
-// tokens/s (median step after warmup), activation memory per token from a ledger that sees only
-// Category::activations + workspace, and the GFLOPS of a large sgemm on the same threads (the
-// peak that model FLOP utilisation is measured against).
+// gpt_torch.py (fp32 or --dtype bf16, AdamW, random tokens) with K kernel threads, built as
+// train_gpt builds its job (parallel::Training on a 1-rank local world), and prints one JSON line —
+// tokens/s (median step after warmup), activation memory per token (the device tier's peak above
+// the model states, and the peak of saved activations), and the GFLOPS of a large sgemm on the
+// same threads (the peak that model FLOP utilisation is measured against).
 //
 //   bench_gpt_cpu --threads 2 [--layers 4 --embd 256 --heads 4 --seq 256 --batch 8 --vocab 256]
 //                 [--steps 10 --warmup 2 --sgemm 2048 --checkpointing]
@@ -20,8 +21,8 @@
 #include "framework/core/rng.hpp"
 #include "framework/memory/ledger.hpp"
 #include "framework/nn/gpt.hpp"
-#include "framework/nn/param_store.hpp"
-#include "framework/train/trainer.hpp"
+#include "parallel/comm/init.hpp"
+#include "parallel/engine/training.hpp"
 
 using namespace strata;
 using Clock = std::chrono::steady_clock;
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   int batch = 8, steps = 10, warmup = 2, threads = 1, sgemm_n = 2048, sgemm_reps = 5;
   bool checkpointing = false;
   std::uint64_t seed = 1337;
+  std::string dtype = "f32";
   app.add_option("--layers", gc.n_layer, "transformer blocks");
   app.add_option("--embd", gc.n_embd, "model width");
   app.add_option("--heads", gc.n_head, "attention heads");
@@ -88,6 +90,8 @@ int main(int argc, char** argv) {
   app.add_option("--sgemm-reps", sgemm_reps, "timed sgemm calls (median)");
   app.add_flag("--checkpointing", checkpointing, "activation checkpointing of every block");
   app.add_option("--seed", seed, "initialisation and data seed");
+  app.add_option("--dtype", dtype, "f32 | bf16 (mixed precision: bf16 parameters and activations)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   CLI11_PARSE(app, argc, argv);
   if (steps < 1 || warmup < 0 || threads < 1 || batch < 1) {
     std::fprintf(stderr,
@@ -100,27 +104,33 @@ int main(int argc, char** argv) {
     const std::int64_t tokens = static_cast<std::int64_t>(B) * T;
 
     nn::Gpt model(gc);
-    model.set_checkpointing(checkpointing);
-    nn::ParamStore store(model.units(), nn::ParamStoreOptions{});
-    store.initialize(seed);
-    train::TrainerOptions to;
-    to.adamw.lr = 1e-3;  // gpt_torch.py's configure_optimizer
-    to.adamw.beta1 = 0.9;
-    to.adamw.beta2 = 0.95;
-    to.adamw.eps = 1e-8;
-    to.adamw.weight_decay = 0.1;
-    train::Trainer trainer(store, to);
-
-    // Activations and workspace are charged to their own ledger: its tier peak is the peak of
-    // their sum (the global ledger keeps per-category peaks only).
-    MemoryLedger act_ledger;
-    nn::Context ctx;
-    ctx.activations.ledger = &act_ledger;
-    ctx.workspace.ledger = &act_ledger;
+    config::Config cfg;  // gpt_torch.py's configure_optimizer: AdamW lr 1e-3, betas (0.9, 0.95)
+    cfg.train_micro_batch_size_per_gpu = B;
+    cfg.gradient_accumulation_steps = 1;
+    cfg.optimizer.lr = 1e-3;
+    cfg.optimizer.betas = {0.9, 0.95};
+    cfg.optimizer.eps = 1e-8;
+    cfg.optimizer.weight_decay = 0.1;
+    cfg.bf16.enabled = dtype == "bf16";
+    cfg.strata.seed = seed;
+    cfg.strata.activation_checkpointing = checkpointing;
+    parallel::InitOptions io;
+    io.transport = "local";
+    parallel::World world(io);
+    MemoryLedger ledger;
+    parallel::Training job(cfg, world.group(), model, parallel::TrainingExtras::on(&ledger));
+    // Model states stay put during a step (stage 0, one rank): the device tier's peak above them
+    // is what activations and workspace took.
+    const auto model_states = [&] {
+      return ledger.current(Tier::device, Category::params) +
+             ledger.current(Tier::device, Category::grads) +
+             ledger.current(Tier::device, Category::optimizer);
+    };
 
     Philox rng(seed + 1);
-    std::vector<std::int32_t> in(static_cast<std::size_t>(tokens)), tgt(in.size());
-    auto next_batch = [&] {
+    auto next_batch = [&](nn::Batch& batch) {
+      std::int32_t* in = batch["tokens"].data<std::int32_t>();
+      std::int32_t* tgt = batch["targets"].data<std::int32_t>();
       for (int b = 0; b < B; ++b) {
         std::int32_t prev = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
         for (int t = 0; t < T; ++t) {
@@ -135,29 +145,22 @@ int main(int argc, char** argv) {
     std::vector<double> step_s, fwd_s, bwd_s, opt_s, cpu_s, losses;
     std::uint64_t peak_act = 0, saved_act = 0;
     for (int s = 0; s < warmup + steps; ++s) {
-      next_batch();
-      act_ledger.reset_peaks();
+      ledger.reset_peaks();
       const double c0 = cpu_seconds();
-      const auto t0 = Clock::now();
-      const double loss = model.forward(ctx, in.data(), tgt.data(), B, T);
-      const auto t1 = Clock::now();
-      const std::uint64_t held = act_ledger.current(Tier::device);
-      model.backward(ctx, trainer.loss_scale());
-      const auto t2 = Clock::now();
-      trainer.step();
-      const auto t3 = Clock::now();
+      const parallel::EngineStep es = job.step(next_batch);
       const double c1 = cpu_seconds();
-      losses.push_back(loss);
-      peak_act = std::max(peak_act, act_ledger.peak(Tier::device));
-      saved_act = std::max(saved_act, held);
+      losses.push_back(es.loss);
+      peak_act = std::max(peak_act, ledger.peak(Tier::device) - model_states());
+      saved_act = std::max(saved_act, ledger.peak(Tier::device, Category::activations));
       if (s >= warmup) {
-        step_s.push_back(std::chrono::duration<double>(t3 - t0).count());
-        fwd_s.push_back(std::chrono::duration<double>(t1 - t0).count());
-        bwd_s.push_back(std::chrono::duration<double>(t2 - t1).count());
-        opt_s.push_back(std::chrono::duration<double>(t3 - t2).count());
+        step_s.push_back(es.times.total);
+        fwd_s.push_back(es.times.forward);
+        bwd_s.push_back(es.times.backward);
+        opt_s.push_back(es.times.optimizer);
         cpu_s.push_back(c1 - c0);
       }
     }
+    const nn::ParamStore& store = job.store();
     const double step = median(step_s);
     const double gflops = sgemm_n > 0 ? sgemm_gflops(sgemm_n, sgemm_reps) : 0.0;
 
@@ -174,7 +177,7 @@ int main(int argc, char** argv) {
         "\"step_ms_max\": %.3f, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
         "\"optimizer_ms\": %.3f, \"cpu_ms\": %.3f, "
         "\"peak_activation_bytes_per_token\": %.1f, \"saved_activation_bytes_per_token\": %.1f, "
-        "\"threads\": %d, \"checkpointing\": %s, \"config\": {\"n_layer\": %d, \"n_embd\": %d, "
+        "\"threads\": %d, \"checkpointing\": %s, \"dtype\": \"%s\", \"config\": {\"n_layer\": %d, \"n_embd\": %d, "
         "\"n_head\": %d, \"seq\": %d, \"batch\": %d, \"vocab\": %d}, \"params\": %lld, "
         "\"flops_per_token\": %.6g, \"model_gflops\": %.2f, \"sgemm_n\": %d, "
         "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"steps\": %d, \"warmup\": %d, "
@@ -184,7 +187,7 @@ int main(int argc, char** argv) {
         median(bwd_s) * 1e3, median(opt_s) * 1e3, median(cpu_s) * 1e3,
         static_cast<double>(peak_act) / tokens,
         static_cast<double>(saved_act) / tokens, cpu::num_threads(),
-        checkpointing ? "true" : "false", gc.n_layer, gc.n_embd, gc.n_head, T, B, gc.vocab_size,
+        checkpointing ? "true" : "false", dtype.c_str(), gc.n_layer, gc.n_embd, gc.n_head, T, B, gc.vocab_size,
         static_cast<long long>(gc.num_parameters()), flops_per_token,
         flops_per_token * tps * 1e-9, sgemm_n, gflops,
         gflops > 0 ? flops_per_token * tps * 1e-9 / gflops : 0.0, steps, warmup, losses.front(),

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "framework/core/error.hpp"
 #include "framework/memory/size.hpp"
 #include "offload/swapper.hpp"
 

@@ -27,10 +27,8 @@
 #include "framework/memory/ledger.hpp"
 #include "framework/memory/size.hpp"
 #include "framework/nn/gpt.hpp"
-#include "framework/nn/param_store.hpp"
-#include "framework/train/trainer.hpp"
 #include "parallel/comm/init.hpp"
-#include "parallel/engine/dp_engine.hpp"
+#include "parallel/engine/training.hpp"
 #include "parallel/zero/zero_memory.hpp"
 
 using namespace strata;
@@ -58,39 +56,25 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// One stage's model, store, trainer and engine, charging `ledger` for everything it allocates.
+// One stage's job (the shared training assembly), charging `ledger` for everything it allocates.
 struct Replica {
   int stage;
   MemoryLedger ledger;
   nn::Gpt gpt;
-  std::unique_ptr<nn::ParamStore> store;
-  std::unique_ptr<train::Trainer> trainer;
-  std::unique_ptr<DataParallelEngine> engine;
+  std::unique_ptr<Training> training;
+  nn::ParamStore* store;
+  DataParallelEngine* engine;
   std::vector<double> step_s;
   std::uint64_t peak = 0;
   double ring_bytes = 0;  // sent by this rank during the timed steps
   double cpu_s = 0, faults = 0;  // this rank's, over the timed steps
   int timed = 0;
 
-  Replica(int st, const nn::GptConfig& c, const Group& dp, const EngineOptions& eo_in)
-      : stage(st), gpt(c) {
-    TensorOptions mem;
-    mem.ledger = &ledger;
-    store = std::make_unique<nn::ParamStore>(
-        gpt.units(), ZeroHooks::store_options(nn::ParamStoreOptions{DType::f32, DType::f32, 1, mem},
-                                              st, dp));
-    store->initialize(1234);
-    train::TrainerOptions to;
-    to.adamw.beta2 = 0.95;
-    to.adamw.weight_decay = 0.1;
-    trainer = std::make_unique<train::Trainer>(
-        *store, to, st > 0 ? dp_reductions(dp) : train::ShardReductions{});
-    nn::Context ctx;
-    ctx.activations.ledger = &ledger;
-    ctx.workspace.ledger = &ledger;
-    EngineOptions eo = eo_in;
-    eo.zero.stage = st;
-    engine = std::make_unique<DataParallelEngine>(dp, gpt, *store, *trainer, eo, ctx);
+  Replica(int st, const nn::GptConfig& c, const Group& dp, config::Config cfg) : stage(st), gpt(c) {
+    cfg.zero_optimization.stage = st;
+    training = std::make_unique<Training>(cfg, dp, gpt, TrainingExtras::on(&ledger));
+    store = &training->store();
+    engine = &training->engine();
   }
 };
 
@@ -106,7 +90,7 @@ int main(int argc, char** argv) {
   gc.vocab_size = 256;
   int micro = 2, accum = 1, steps = 4, warmup = 1, rounds = 3, threads = 0;
   std::vector<int> stages{0, 1, 2, 3};
-  EngineOptions eo;
+  std::int64_t bucket = 500'000'000;
   bool overlap = true;
   app.add_option("--layers", gc.n_layer, "transformer blocks");
   app.add_option("--embd", gc.n_embd, "model width");
@@ -120,7 +104,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "rounds (each runs every stage in turn)");
   app.add_option("--stages", stages, "stages to compare (0 is the reference)")->delimiter(',');
   app.add_option("--threads", threads, "kernel threads per rank (default: cores / ranks)");
-  app.add_option("--bucket", eo.zero.bucket_elements, "reduce_bucket_size (elements)");
+  app.add_option("--bucket", bucket, "reduce_bucket_size (elements)");
   app.add_option("--overlap", overlap, "overlap_comm (1/0)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -130,20 +114,28 @@ int main(int argc, char** argv) {
     const bool lead = rank == 0;
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     cpu::set_num_threads(threads > 0 ? threads : std::max(1, hw / N));
-    eo.micro_batch = micro;
-    eo.accumulation = accum;
-    eo.seq_len = gc.block_size;
-    eo.zero.overlap = overlap;
-
+    // fp32 AdamW (beta2 0.95, weight decay 0.1); stage 3 releases every unit after each use and
+    // keeps none persistent, so its traffic is the 3Psi of the theory.
+    config::Config cfg;
+    cfg.train_micro_batch_size_per_gpu = micro;
+    cfg.gradient_accumulation_steps = accum;
+    cfg.optimizer.betas = {0.9, 0.95};
+    cfg.optimizer.weight_decay = 0.1;
+    cfg.zero_optimization.reduce_bucket_size = bucket;
+    cfg.zero_optimization.overlap_comm = overlap;
+    cfg.zero_optimization.stage3_param_persistence_threshold = 0;
+    cfg.zero_optimization.stage3_max_reuse_distance = 0;
     std::vector<std::unique_ptr<Replica>> reps;
-    for (int st : stages) reps.push_back(std::make_unique<Replica>(st, gc, dp, eo));
+    for (int st : stages) reps.push_back(std::make_unique<Replica>(st, gc, dp, cfg));
     double psi_elems = 0;
     for (std::size_t u = 0; u < reps[0]->store->num_units(); ++u)
       psi_elems += static_cast<double>(reps[0]->store->layout(u).padded);
     const double psi_bytes = psi_elems * 4.0;
 
     Philox rng(99 + static_cast<std::uint64_t>(rank));
-    auto next_batch = [&](std::int32_t* in, std::int32_t* tgt) {
+    auto next_batch = [&](nn::Batch& b) {
+      std::int32_t* in = b["tokens"].data<std::int32_t>();
+      std::int32_t* tgt = b["targets"].data<std::int32_t>();
       const std::size_t n = static_cast<std::size_t>(micro) * gc.block_size;
       for (std::size_t i = 0; i < n; ++i) {
         in[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));

@@ -5,36 +5,32 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <thread>
 
-#include "examples/train_gpt/checkpoints.hpp"
+#include "examples/train_gpt/init_from.hpp"
 #include "examples/train_gpt/metrics_file.hpp"
 #include "examples/train_gpt/progress.hpp"
 #include "examples/train_gpt/progress_file.hpp"
+#include "examples/train_gpt/run_summary.hpp"
 #include "examples/train_gpt/startup_checks.hpp"
 #include "examples/train_gpt/stop_signal.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/config/config.hpp"
 #include "framework/core/exit_status.hpp"
 #include "framework/data/eval_sampler.hpp"
-#include "framework/data/sampler.hpp"
 #include "framework/memory/exit_report.hpp"
 #include "framework/memory/size.hpp"
 #include "framework/nn/generate.hpp"
-#include "framework/nn/param_store.hpp"
 #include "framework/train/from_config.hpp"
-#include "offload/factory.hpp"
-#include "offload/value_shard_store.hpp"
+#include "framework/train/token_batches.hpp"
 #include "parallel/comm/init.hpp"
-#include "parallel/engine/dp_engine.hpp"
-#include "parallel/grid/grid.hpp"
-#include "parallel/zero/zero_memory.hpp"
+#include "parallel/engine/training.hpp"
 
 using namespace strata;
 
@@ -49,6 +45,8 @@ struct Args {
   std::string resume;          // overrides strata.checkpoint.resume
   std::string checkpoint_dir;  // overrides strata.checkpoint.dir
   std::int64_t exit_after_steps = 0;  // stop after this many steps of this run (0: never)
+  std::string log_dir;                // resolved config goes here (see run_summary.hpp)
+  examples::StartOptions start;       // --init-from, --save-initial
 };
 
 // Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks.
@@ -86,20 +84,17 @@ int run(const Args& a) {
   if (!a.checkpoint_dir.empty()) overrides.push_back("strata.checkpoint.dir=" + a.checkpoint_dir);
   if (!a.resume.empty()) overrides.push_back("strata.checkpoint.resume=" + a.resume);
   config::Config cfg = config::load_config(a.config, overrides);
-  examples::check_outputs(cfg, a.metrics);  // bad paths fail now, not at the first save
+  // Bad paths fail now, not at the first save (the metrics file as rank 0 names it).
+  examples::check_outputs(cfg, examples::metrics_path(a.metrics, 0));
+  train::compute_device(cfg);  // "cuda" without a usable GPU: an error before any work
   parallel::InitOptions init;
   init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
   parallel::World world(init);
-  parallel::Grid grid(world.group(), static_cast<int>(cfg.strata.tensor_parallel_size),
-                      static_cast<int>(cfg.strata.pipeline_parallel_size));
-  if (grid.tp_size() > 1 || grid.pp_size() > 1)
-    user_fail("train_gpt", "tensor_parallel_size {} / pipeline_parallel_size {}: only data "
-              "parallelism is implemented so far; set both to 1", grid.tp_size(), grid.pp_size());
   const bool lead = world.group().rank() == 0;
   examples::install_stop_handlers();
   std::optional<examples::ProgressFile> progress =
       examples::ProgressFile::from_env(world.group().rank());
-  config::resolve_batch(cfg, grid.dp_size());
+  config::resolve_batch(cfg, config::data_parallel_size(cfg, world.group().size()));
   train::apply_memory_caps(cfg, ledger);
   if (a.threads > 0) {
     cpu::set_num_threads(a.threads);
@@ -109,8 +104,12 @@ int run(const Args& a) {
     cpu::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
   }
 
-  if (lead) std::printf("resolved config:\n%s\n", config::to_json(cfg).dump(2).c_str());
-  offload::validate(cfg, cfg.zero_optimization.stage);  // clear errors before any work
+  if (lead)
+    for (const auto& note : cfg.notes) std::printf("config note: %s\n", note.c_str());
+  examples::check_start_options(cfg, a.start);
+  const std::string log_dir = examples::resolve_log_dir(a.log_dir, a.metrics, cfg);
+  std::string config_file;
+  if (lead && !log_dir.empty()) config_file = examples::write_resolved_config(log_dir, cfg);
   if (cfg.strata.data.train.empty())
     user_fail("train_gpt", "no training data: set strata.data.train to a token file (make one with "
               "`strata data prepare --input TEXT --output PREFIX`)");
@@ -127,83 +126,34 @@ int run(const Args& a) {
               train_file.path(), train_file.vocab_size(), gc.vocab_size);
   std::optional<data::TokenFile> valid_file;
   if (!cfg.strata.data.valid.empty()) valid_file.emplace(cfg.strata.data.valid);
-  const parallel::Group& dp = grid.dp();
-  data::BatchSampler sampler(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
-                             cfg.strata.data.seed);
-
   nn::Gpt model(gc);
-  model.set_checkpointing(cfg.strata.activation_checkpointing);
+  // The job as every Strata program builds it: grid, ZeRO-sharded parameters (offloaded as
+  // configured), trainer, engine, checkpoints.
+  parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras::on(&ledger));
+  const parallel::Grid& grid = training.grid();
+  const parallel::Group& dp = training.dp();
+  train::TokenBatches batches(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
+                              cfg.strata.data.seed);
+  parallel::CheckpointPolicy& checkpoints = training.checkpoints();
+  checkpoints.set_data(&batches);
+  nn::ParamStore& store = training.store();
+  parallel::DataParallelEngine& engine = training.engine();
   const train::Precision prec = train::precision_of(cfg);
-  const DType pd = train::param_dtype(prec);
-  const int stage = cfg.zero_optimization.stage;
-  nn::ParamStoreOptions so =
-      parallel::ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, 1, {}}, stage, dp);
-  // ZeRO-3 parameter slices: on the device, or offloaded to host memory / NVMe swap files.
-  so.value_store = offload::make_value_shard_store(cfg, world.group().rank(), so.memory);
-  nn::ParamStore store(model.units(), so);
-  store.initialize(cfg.strata.seed);  // each rank initialises only what it stores
-  // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
-  train::Trainer trainer(store, train::trainer_options(cfg),
-                         stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{},
-                         offload::make_state_store(cfg, world.group().rank(), TensorOptions{}));
-  parallel::EngineOptions eo;
-  eo.micro_batch = micro;
-  eo.accumulation = accum;
-  eo.seq_len = T;
-  const auto& z = cfg.zero_optimization;
-  eo.zero.stage = stage;
-  eo.zero.bucket_elements = z.reduce_bucket_size;
-  eo.zero.overlap = z.overlap_comm;
-  eo.zero.prefetch_elements = z.stage3_prefetch_bucket_size;
-  eo.zero.max_live_elements = z.stage3_max_live_parameters;
-  eo.zero.persistence_threshold = z.stage3_param_persistence_threshold;
-  parallel::DataParallelEngine engine(dp, model, store, trainer, eo);
-  auto next_batch = [&](std::int32_t* in, std::int32_t* tgt) { sampler.next(in, tgt); };
-  examples::TrainCheckpoints checkpoints(cfg, world.group(), dp, store, trainer, sampler);
-
+  auto next_batch = [&](nn::Batch& b) { batches.next(b); };
   if (lead) {
-  std::printf("world: %d ranks (dp %d x tp %d x pp %d) over %s\n", world.group().size(),
-              grid.dp_size(), grid.tp_size(), grid.pp_size(), std::string(world.group().transport()).c_str());
-  std::printf("model: GPT %d layers, %d heads, d=%d, T=%d, vocab %d: %lld parameters (%s)\n",
-              gc.n_layer, gc.n_head, gc.n_embd, T, gc.vocab_size,
-              static_cast<long long>(store.total_numel()), train::precision_name(prec));
-  std::printf("batch: %d micro x %d accumulation x %d dp = %lld sequences (%lld tokens) per step; %d threads\n",
-              micro, accum, grid.dp_size(), static_cast<long long>(cfg.train_batch_size),
-              static_cast<long long>(cfg.train_batch_size) * T, cpu::num_threads());
-  {
-    double psi = 0;
-    for (std::size_t u = 0; u < store.num_units(); ++u) psi += static_cast<double>(store.layout(u).padded);
-    const double pb = static_cast<double>(dtype_size(pd));
-    const double ob = (pd == DType::f32 ? 0.0 : 4.0) + 4.0 +
-                      (cfg.optimizer.type == config::OptimizerType::sgd ? 0.0 : 4.0);
-    const auto pred = parallel::zero_prediction(stage, grid.dp_size(), psi, pb, pb, ob);
-    parallel::ModelStateBytes got;
-    got.params = static_cast<double>(ledger.current(Tier::device, Category::params));
-    got.grads = static_cast<double>(ledger.current(Tier::device, Category::grads));
-    got.optimizer = static_cast<double>(ledger.current(Tier::device, Category::optimizer));
-    std::printf("ZeRO stage %d on %d ranks, model states per rank:\n  measured:   %s (device)\n  "
-                "prediction: %s (without offload)\n", stage, grid.dp_size(),
-                parallel::describe(got).c_str(), parallel::describe(pred).c_str());
-    // Offloaded model states, by tier (host includes the NVMe tier's staging buffers).
-    for (const Tier t : {Tier::host, Tier::nvme}) {
-      const auto p = ledger.current(t, Category::params), o = ledger.current(t, Category::optimizer);
-      if (p + o > 0)
-        std::printf("  on %-8s params %s, optimizer %s\n", (std::string(tier_name(t)) + ":").c_str(),
-                    format_bytes(p).c_str(), format_bytes(o).c_str());
-    }
+    std::fputs(examples::run_summary({cfg, grid, gc, store, cpu::num_threads(), config_file}).c_str(),
+               stdout);
+    std::fflush(stdout);
   }
-  std::printf("offload: %s\n", offload::describe(cfg).c_str());
-  if (const auto& vs = store.options().value_store)
-    std::printf("parameter slices (rank 0): %s\n", vs->where().c_str());
-  std::printf("memory after set-up (rank 0):\n%s", ledger.report().c_str());
-  std::fflush(stdout);
-  }
-  const std::int64_t start = checkpoints.resume();
+  examples::StartOptions start_opts = a.start;
+  start_opts.scratch_dir = log_dir;
+  const std::int64_t start = examples::start_training(cfg, world.group(), checkpoints, start_opts);
   if (lead) std::fflush(stdout);
 
   examples::MetricsFile metrics;
   // A resumed run continues the file of the run it resumes.
-  if (!a.metrics.empty() && lead) metrics.open(a.metrics, start > 0);
+  if (const std::string path = examples::metrics_path(a.metrics, world.group().rank()); !path.empty())
+    metrics.open(path, start > 0);
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
@@ -221,6 +171,8 @@ int run(const Args& a) {
     r.total = steps;
     r.loss = es.loss;
     r.fp16 = prec == train::Precision::fp16;
+    r.rank = world.group().rank();
+    r.world_size = world.group().size();
     // Peak device bytes of the step, max over ranks.
     r.peak_device = static_cast<std::uint64_t>(
         engine.max_over_dp(static_cast<double>(ledger.peak(Tier::device))));
@@ -233,14 +185,15 @@ int run(const Args& a) {
     if (eval_now) r.val_loss = evaluate(model, *valid_file, T, micro, cfg.strata.eval.iters, dp,
                                    engine.eval_context());
     const bool print = step == start + 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
+    if (print || metrics.is_open())  // tokens since the last report (one step with metrics)
+      r.tokens_per_s = static_cast<double>(tokens_since) /
+                       std::max(1e-9, std::chrono::duration<double>(now - last).count());
     if (print && lead) {
-      r.tokens_per_s = static_cast<double>(tokens_since) / std::chrono::duration<double>(now - last).count();
       std::printf("%s\n", examples::progress_line(r).c_str());
+      if (cfg.wall_clock_breakdown) std::printf("%s\n", parallel::describe(es.times).c_str());
       std::fflush(stdout);
     }
     if (metrics.is_open()) {
-      if (!print) r.tokens_per_s = static_cast<double>(accum) * micro * T * grid.dp_size() /
-                                   std::max(1e-9, std::chrono::duration<double>(now - last).count());
       metrics.write_line(examples::metrics_json(r, ledger.snapshot()));
     }
     if (print || metrics.is_open()) {
@@ -248,11 +201,10 @@ int run(const Args& a) {
       tokens_since = 0;
     }
     // Every rank stops at the same step: agree on signals and background-save failures.
-    std::int32_t flags[2] = {examples::stop_requested() ? 1 : 0,
-                             checkpoints.background_failed() ? 1 : 0};
-    if (world.group().size() > 1)
-      world.group().all_reduce(parallel::span(flags, 2), parallel::span(flags, 2),
-                               parallel::ReduceOp::max).wait();
+    const auto flags = world.group().all_reduce_values(
+        std::array<std::int32_t, 2>{examples::stop_requested() ? 1 : 0,
+                                    checkpoints.background_failed() ? 1 : 0},
+        parallel::ReduceOp::max);
     if (flags[1]) checkpoints.finish();  // throws on every rank
     const bool exit_now = a.exit_after_steps > 0 && step - start >= a.exit_after_steps;
     stopped = (flags[0] || exit_now) && step < steps;  // at the last step it is a finish
@@ -306,7 +258,17 @@ int main(int argc, char** argv) {
   app.add_option("--device-memory", a.memory.device, "cap the device tier, e.g. 2GiB");
   app.add_option("--host-memory", a.memory.host, "cap the host tier");
   app.add_option("--nvme-memory", a.memory.nvme, "cap the nvme tier");
-  app.add_option("--metrics", a.metrics, "write one JSON line per step to this file");
+  app.add_option("--metrics", a.metrics,
+                 "write one JSON line per step to this file (rank 0); {rank} in the name: one "
+                 "file per rank (docs/metrics.md)");
+  app.add_option("--log-dir", a.log_dir,
+                 "write the resolved config here (default: strata run's log folder, else the "
+                 "--metrics file's folder, else the checkpoint directory)");
+  app.add_option("--init-from", a.start.init_from,
+                 "start a new run from these weights (fresh optimizer, step 0): a checkpoint, a "
+                 "Hugging Face GPT-2 (.safetensors or its directory) or an HDF5 export");
+  app.add_flag("--save-initial", a.start.save_initial,
+               "save the step-0 weights as a checkpoint before the first step");
   app.add_option("--threads", a.threads, "compute threads (default: the node's cores divided among its ranks)");
   app.add_option("--resume", a.resume,
                  "auto (newest complete checkpoint), none, or a checkpoint directory "

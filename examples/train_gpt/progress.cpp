@@ -41,6 +41,9 @@ std::string metrics_json(const StepReport& r, const MemorySnapshot& m) {
   j["tokens_per_s"] = r.tokens_per_s;
   j["elapsed_s"] = r.elapsed_s;
   j["eta_s"] = r.eta_s;
+  j["peak_device_max"] = r.peak_device;
+  j["rank"] = r.rank;
+  j["world_size"] = r.world_size;
   nlohmann::json mem;
   for (std::size_t t = 0; t < kNumTiers; ++t) {
     nlohmann::json tier;
@@ -54,6 +57,16 @@ std::string metrics_json(const StepReport& r, const MemorySnapshot& m) {
   }
   j["memory"] = mem;
   return j.dump();
+}
+
+std::string metrics_path(const std::string& pattern, int rank) {
+  const std::string key = "{rank}";
+  const auto at = pattern.find(key);
+  if (at == std::string::npos) return rank == 0 ? pattern : std::string();
+  std::string out = pattern;
+  for (auto p = at; p != std::string::npos; p = out.find(key))
+    out.replace(p, key.size(), std::to_string(rank));
+  return out;
 }
 
 }  // namespace strata::examples

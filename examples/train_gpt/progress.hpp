@@ -1,5 +1,5 @@
 // Progress reporting for train_gpt: the console line every steps_per_print and one JSON line per
-// step for --metrics.
+// step for --metrics (fields: docs/metrics.md).
 #pragma once
 
 #include <cstdint>
@@ -20,13 +20,17 @@ struct StepReport {
   double tokens_per_s = 0;
   double elapsed_s = 0;
   double eta_s = 0;
-  std::uint64_t peak_device = 0;  // peak device-tier bytes this step
+  std::uint64_t peak_device = 0;  // peak device-tier bytes this step, max over the ranks
   std::optional<double> val_loss;
+  int rank = 0, world_size = 1;  // who writes the metrics line
 };
 
 std::string format_duration(double seconds);  // "1m23s"
 std::string progress_line(const StepReport& r);
 // One JSON object: the report's numbers plus memory per tier × category (current and peak).
 std::string metrics_json(const StepReport& r, const MemorySnapshot& mem);
+// The metrics file this rank writes: `pattern` with "{rank}" replaced by the rank on every rank;
+// without "{rank}", `pattern` on rank 0 and "" (none) elsewhere.
+std::string metrics_path(const std::string& pattern, int rank);
 
 }  // namespace strata::examples

@@ -6,6 +6,7 @@
 #include "framework/checkpoint/catalog.hpp"
 #include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/hf_gpt2.hpp"
 #include "framework/checkpoint/h5_io.hpp"
 #include "framework/checkpoint/naming.hpp"
 #include "framework/checkpoint/reader.hpp"
@@ -96,6 +97,55 @@ std::vector<Found> list_datasets(hid_t file) {
   return out;
 }
 
+// Writes `tensors` as a complete one-rank step-0 checkpoint under `root`.
+void write_step0(const std::string& root, const std::vector<NamedWeights>& tensors,
+                 const json& config, const json& extra, ImportResult& r) {
+  std::vector<SliceRef> slices;
+  for (const auto& t : tensors) {
+    slices.push_back(SliceRef{std::string(kParam), t.name, t.shape, DType::f32, 0, t.shape.numel(),
+                              t.values.data()});
+    ++r.params;
+    r.elements += t.shape.numel();
+  }
+  SaveSpec spec;
+  spec.root = root;
+  spec.rank = 0;
+  spec.header.step = 0;
+  spec.header.config = config;
+  spec.header.state.extra = extra;
+  save_checkpoint(spec, slices, RankState{}, single_process_ok);
+}
+
+ImportResult import_hf(const std::string& path, const std::string& root,
+                       const ImportOptions& options, ImportResult r) {
+  if (!options.exclude.empty())
+    user_fail("checkpoint", "--exclude applies to HDF5 files; a Hugging Face GPT-2 is mapped by "
+              "name (its mask buffers and tied lm_head are left out by themselves)");
+  HfGpt2Weights w = read_hf_gpt2(path);
+  if (options.n_head > 0 && w.shape.n_head > 0 && options.n_head != w.shape.n_head)
+    user_fail("checkpoint", "--n-head {} but {} says n_head {}", options.n_head,
+              (fs::path(w.file).parent_path() / kHfConfigFile).string(), w.shape.n_head);
+  if (options.n_head > 0) w.shape.n_head = options.n_head;
+  if (w.shape.n_head <= 0)
+    user_fail("checkpoint", "{}: no {} beside it says how many attention heads the model has: "
+              "pass --n-head N", w.file, kHfConfigFile);
+  if (w.shape.n_embd % w.shape.n_head != 0)
+    user_fail("checkpoint", "--n-head {} does not divide n_embd {}", w.shape.n_head,
+              w.shape.n_embd);
+  r.format = "hf";
+  r.skipped = w.skipped;
+  const json model = {{"type", "gpt"},
+                      {"n_layer", w.shape.n_layer},
+                      {"n_head", w.shape.n_head},
+                      {"n_embd", w.shape.n_embd},
+                      {"block_size", w.shape.n_positions},
+                      {"vocab_size", w.shape.vocab_size}};
+  json extra = {{"imported_from", fs::absolute(w.file).lexically_normal().string()}};
+  if (w.hf_config.is_object()) extra["hf_config"] = w.hf_config;
+  write_step0(root, w.params, json{{"strata", {{"model", model}}}}, extra, r);
+  return r;
+}
+
 }  // namespace
 
 ImportResult import_consolidated(const std::string& file_path, const std::string& root,
@@ -107,7 +157,10 @@ ImportResult import_consolidated(const std::string& file_path, const std::string
   if (fs::exists(join_path(r.step_dir, kManifestName), ec))
     user_fail("checkpoint",
               "'{}' already holds a step-0 checkpoint; import into an empty directory", root);
+  if (!fs::exists(file_path, ec)) user_fail("checkpoint", "'{}' does not exist", file_path);
+  if (is_hf_gpt2_path(file_path)) return import_hf(file_path, root, options, std::move(r));
   if (!fs::is_regular_file(file_path, ec)) user_fail("checkpoint", "'{}' is not a file", file_path);
+  r.format = "h5";
 
   h5::Id file;
   try {
@@ -128,12 +181,7 @@ ImportResult import_consolidated(const std::string& file_path, const std::string
     }
   }
 
-  struct Tensor1 {
-    std::string name;
-    Shape shape;
-    std::vector<float> data;
-  };
-  std::vector<Tensor1> tensors;
+  std::vector<NamedWeights> tensors;
   for (const Found& d : list_datasets(f)) {
     if (std::find(options.exclude.begin(), options.exclude.end(), d.name) !=
         options.exclude.end()) {
@@ -159,37 +207,25 @@ ImportResult import_consolidated(const std::string& file_path, const std::string
     }
     if (!valid_param_name(d.name))
       user_fail("checkpoint", "{}: dataset name '{}' is not usable", file_path, d.name);
-    Tensor1 t{d.name, Shape(h5::dataset_dims(ds.get())), {}};
-    t.data.resize(static_cast<std::size_t>(t.shape.numel()));
-    if (t.data.empty()) {
+    NamedWeights t{d.name, Shape(h5::dataset_dims(ds.get())), {}};
+    t.values.resize(static_cast<std::size_t>(t.shape.numel()));
+    if (t.values.empty()) {
       r.skipped.push_back(d.name + " (empty)");
       continue;
     }
     if (half == DType::f32) {
-      h5::read_dataset_as_f32(ds.get(), t.data.data());
+      h5::read_dataset_as_f32(ds.get(), t.values.data());
     } else {
-      std::vector<std::uint16_t> bits(t.data.size());
+      std::vector<std::uint16_t> bits(t.values.size());
       h5::read_dataset(ds.get(), half, bits.data());
-      convert(bits.data(), half, t.data.data(), DType::f32, bits.size());
+      convert(bits.data(), half, t.values.data(), DType::f32, bits.size());
     }
     tensors.push_back(std::move(t));
   }
   if (tensors.empty())
     user_fail("checkpoint", "{}: no floating-point datasets to import", file_path);
 
-  std::vector<SliceRef> slices;
-  for (const auto& t : tensors) {
-    slices.push_back(SliceRef{std::string(kParam), t.name, t.shape, DType::f32, 0, t.shape.numel(),
-                              t.data.data()});
-    ++r.params;
-    r.elements += t.shape.numel();
-  }
-  SaveSpec spec;
-  spec.root = root;
-  spec.rank = 0;
-  spec.header.step = 0;
-  spec.header.config = config;
-  save_checkpoint(spec, slices, RankState{}, single_process_ok);
+  write_step0(root, tensors, config, json::object(), r);
   return r;
 }
 

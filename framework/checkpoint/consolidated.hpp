@@ -1,6 +1,7 @@
 // Consolidated weight files: export a sharded checkpoint as one HDF5 file of fp32 weights under
 // their global (PyTorch/nanoGPT) names, readable with h5py; and import such a file — or any HDF5
-// file of float datasets — as a step-0 checkpoint to fine-tune from.
+// file of float datasets, or a Hugging Face GPT-2 (safetensors, hf_gpt2.hpp) — as a step-0
+// checkpoint to fine-tune from. (The HF export is hf_gpt2.hpp's export_hf_gpt2.)
 //
 // Export file layout: root attributes format = "strata-export", format_version = 1, step,
 // strata_version, source (the step directory), config (JSON text), model (JSON text of the
@@ -30,20 +31,25 @@ struct ExportResult {
 ExportResult export_consolidated(const std::string& dir, const std::string& output);
 
 struct ImportOptions {
-  std::vector<std::string> exclude;  // dataset names to leave out (e.g. a tied "lm_head.weight")
+  std::vector<std::string> exclude;  // HDF5: dataset names to leave out (e.g. a tied "lm_head.weight")
+  std::int64_t n_head = 0;           // HF: attention heads when no config.json says (0: required there)
 };
 
 struct ImportResult {
+  std::string format;  // "h5" or "hf"
   std::string step_dir;
   std::size_t params = 0;
   std::int64_t elements = 0;
   std::vector<std::string> skipped;  // non-float or excluded datasets
 };
 
-// Reads every floating-point dataset of `file` (nested groups become dotted names:
-// /transformer/wte/weight → transformer.wte.weight) as f32 and writes a complete one-rank step-0
-// checkpoint under root (manifest, `latest`). Throws UserError if root already has a step-0
-// checkpoint or the file holds no float datasets.
+// HDF5 `file`: reads every floating-point dataset (nested groups become dotted names:
+// /transformer/wte/weight → transformer.wte.weight) as f32. HF GPT-2 (`file` is a *.safetensors
+// file or a directory holding model.safetensors, see is_hf_gpt2_path): read_hf_gpt2's weights in
+// Strata's layout; the checkpoint's config is {"strata": {"model": ...}} with the HF shape, and
+// its state.extra keeps "hf_config" (config.json) for export. Either way writes a complete
+// one-rank step-0 checkpoint under root (manifest, `latest`) without optimizer state. Throws
+// UserError if root already has a step-0 checkpoint or the file holds no float datasets.
 ImportResult import_consolidated(const std::string& file, const std::string& root,
                                  const ImportOptions& options = {});
 

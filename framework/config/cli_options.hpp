@@ -32,13 +32,15 @@ struct ConfigOptions {
     }
     return doc;
   }
-  // document() parsed and validated; errors name the file (and say when flags changed it).
-  Config load() const {
-    std::string source = path.empty() ? "config" : path;
+  // How messages name the document: the file (and whether flags changed it).
+  std::string source() const {
+    std::string s = path.empty() ? "config" : path;
     if (!set.empty() || !memory.device.empty() || !memory.host.empty() || !memory.nvme.empty())
-      source += " with command-line overrides";
-    return parse_config(document(), source);
+      s += " with command-line overrides";
+    return s;
   }
+  // document() parsed and validated; every problem in one ConfigError naming source().
+  Config load() const { return parse_config(document(), source()); }
 };
 
 // A CLI11 validator for sizes such as "2GiB".

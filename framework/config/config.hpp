@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "framework/config/overrides.hpp"
+#include "framework/config/problems.hpp"
 #include "framework/core/device.hpp"
 
 namespace strata::config {
@@ -22,7 +23,8 @@ enum class OptimizerType { adam, adamw, sgd };
 enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
-enum class TagValidation { ignore, warn, fail };
+// strata.activation_dtype: follow the compute precision, or keep f32 activations.
+enum class ActivationDtype { automatic, f32 };
 
 // `fp16`: mixed precision with a (dynamic) loss scale.
 struct Fp16 {
@@ -86,12 +88,11 @@ struct OffloadParam {
 // `zero_optimization`. Bucket sizes and thresholds count elements, as in DeepSpeed.
 struct Zero {
   int stage = 0;
-  bool contiguous_gradients = true;
-  bool overlap_comm = false;  // default: true at stage 3, false otherwise
-  bool reduce_scatter = true;
-  std::int64_t reduce_bucket_size = 500'000'000;
-  bool allgather_partitions = true;
-  std::int64_t allgather_bucket_size = 500'000'000;
+  bool overlap_comm = false;                      // default: true at stage 3, false otherwise
+  bool reduce_scatter = true;                     // always true (false is refused)
+  std::int64_t reduce_bucket_size = 500'000'000;  // stage 0's all-reduce buckets; > 0
+  bool allgather_partitions = true;               // always true (false is refused)
+  std::int64_t allgather_bucket_size = 500'000'000;  // stages 1-2: elements gathered in flight
   std::int64_t stage3_prefetch_bucket_size = 50'000'000;
   std::int64_t stage3_max_live_parameters = 1'000'000'000;
   std::int64_t stage3_max_reuse_distance = 1'000'000'000;
@@ -107,11 +108,6 @@ struct Aio {
   std::int64_t thread_count = 1;
   bool single_submit = false;
   bool overlap_events = true;
-};
-
-// DeepSpeed's `checkpoint` section.
-struct CheckpointCompat {
-  TagValidation tag_validation = TagValidation::warn;
 };
 
 // `strata.memory`: caps per tier in bytes (unset = no cap).
@@ -173,6 +169,7 @@ struct StrataSection {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   bool activation_checkpointing = false;
+  ActivationDtype activation_dtype = ActivationDtype::automatic;
   Memory memory;
   Model model;
   Data data;
@@ -190,24 +187,42 @@ struct Config {
   std::int64_t data_parallel_size = 0;  // set by resolve_batch()
   double gradient_clipping = 0;         // max global gradient norm, 0 = off
   std::int64_t steps_per_print = 10;
-  bool wall_clock_breakdown = false;
+  bool wall_clock_breakdown = false;  // a per-step time breakdown in the log
+  bool micro_batch_auto =
+      false;  // train_micro_batch_size_per_gpu was "auto" (a planner may choose)
   Fp16 fp16;
   Bf16 bf16;
   Optimizer optimizer;
   Scheduler scheduler;
   Zero zero_optimization;
   Aio aio;
-  CheckpointCompat checkpoint;
   StrataSection strata;
+  // One line each: DeepSpeed keys accepted as no-ops ("ignored: ... : why"), old names read as
+  // new ones, "auto" values resolved. Print them once (strata config check, train_gpt's rank 0).
+  std::vector<std::string> notes;
 };
 
-// Validates a config document (unknown keys, types, ranges, cross-field rules, the part of the
-// batch arithmetic that does not need the world size) and returns it with defaults filled in.
-// Throws UserError tagged "config" naming the key.
+// Validates a config document and returns it with defaults filled in and its notes, collecting
+// every problem into problems instead of stopping at the first: DeepSpeed's old names and
+// "auto" values (resolved as Hugging Face's integration does where the config determines them),
+// unknown keys (with the nearest key of the same section), DeepSpeed features Strata does not
+// implement, DeepSpeed keys that change nothing (noted), types, ranges, cross-field rules and
+// the part of the batch arithmetic that does not need the world size.
+Config check_config(const json& doc, Problems& problems);
+
+// check_config that throws ConfigError (a UserError tagged "config", one line per problem).
 Config parse_config(const json& doc);
 
-// parse_config with errors prefixed by where the document came from ("gpt.json: ...").
+// parse_config with each problem prefixed by where the document came from ("gpt.json: ...").
 Config parse_config(const json& doc, std::string_view source);
+
+// What `strata config check` answers: check_config and, for a world size, the batch arithmetic
+// (data_parallel_size, resolve_batch) as one list of problems.
+struct CheckResult {
+  Config config;
+  Problems problems;
+};
+CheckResult check_config(const json& doc, std::optional<std::int64_t> world_size);
 
 // Reads a JSON file. A missing file or a syntax error (with line:column) is a UserError naming
 // the file; duplicate keys are errors too.
@@ -219,7 +234,8 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 
 // DeepSpeed's batch rule: train_batch_size = micro × accumulation × data_parallel_size. Any two
 // given determine the third (only micro or only train given: accumulation 1); all three given
-// must agree. Sets cfg.data_parallel_size.
+// must agree. An "auto" micro-batch nothing determines goes to plan_micro_batch
+// (micro_batch_plan.hpp). Sets cfg.data_parallel_size.
 void resolve_batch(Config& cfg, std::int64_t data_parallel_size);
 
 // world_size / (tensor_parallel_size × pipeline_parallel_size), which must divide evenly.
@@ -233,6 +249,5 @@ std::string_view to_string(OptimizerType t);
 std::string_view to_string(SchedulerType t);
 std::string_view to_string(WarmupType t);
 std::string_view to_string(OffloadDevice d);
-std::string_view to_string(TagValidation t);
 
 }  // namespace strata::config

@@ -97,14 +97,6 @@ json read_config_file(const std::string& path) {
   return doc;
 }
 
-Config parse_config(const json& doc, std::string_view source) {
-  try {
-    return parse_config(doc);
-  } catch (const UserError& e) {
-    throw UserError("config", fmt::format("{}: {}", source, message_of(e)));
-  }
-}
-
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   json doc = read_config_file(path);
   for (const auto& o : overrides) {

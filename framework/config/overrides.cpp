@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "framework/config/deepspeed_keys.hpp"
 #include "framework/config/schema.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/json_limits.hpp"
@@ -47,14 +48,34 @@ json value_for(const KeySpec& spec, std::string_view text) {
   return s;
 }
 
+// A DeepSpeed key Strata knows (or a key inside a DeepSpeed section), or a parameter of the
+// optimizer or schedule: set like any key and judged by check_config. spec gets its kind.
+bool foreign_or_param(std::string_view key, KeySpec& spec) {
+  if (key.starts_with("optimizer.params.") || key.starts_with("scheduler.params.")) {
+    spec = KeySpec{key, Kind::number, "", ""};  // read as JSON; checked with its type
+    return true;
+  }
+  for (std::string_view k = key;;) {
+    if (const DeepSpeedKey* ds = find_deepspeed_key(k)) {
+      spec = KeySpec{key, k == key ? ds->kind : Kind::number, "", "", ds->nullable};
+      return true;
+    }
+    const auto dot = k.rfind('.');
+    if (dot == std::string_view::npos) return false;
+    k = k.substr(0, dot);
+  }
+}
+
 }  // namespace
 
 void apply_override(json& doc, std::string_view dotted_key, std::string_view value) {
   const std::string_view key = trim(dotted_key);
   if (key.empty()) user_fail("config", "override '={}' has no key; write key=value", value);
   const KeySpec* spec = find_key(key);
+  KeySpec other{};
+  if (!spec && (foreign_or_param(key, other))) spec = &other;
   if (!spec) {
-    // Report the first part of the path that is not a key ("wandb" in "wandb.enabled").
+    // Report the first part of the path that is not a key ("flux" in "flux.enabled").
     for (auto dot = key.find('.'); dot != std::string_view::npos; dot = key.find('.', dot + 1)) {
       const KeySpec* prefix = find_key(key.substr(0, dot));
       if (!prefix) unknown_key(key.substr(0, dot));

@@ -1,12 +1,16 @@
-// parse_config: schema check, then typed reads with range checks, then cross-field rules.
+// check_config: DeepSpeed aliases and "auto" values, schema check, typed reads with range checks,
+// cross-field rules; every problem collected.
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "framework/config/auto_values.hpp"
 #include "framework/config/config.hpp"
+#include "framework/config/deepspeed_keys.hpp"
 #include "framework/config/schema.hpp"
 #include "framework/config/suggest.hpp"
 #include "framework/config/validate.hpp"
@@ -53,10 +57,11 @@ std::string lowercase(std::string_view s) {
   return out;
 }
 
-// Typed, range-checked reads of a document that check_structure has already accepted.
+// Typed, range-checked reads of a document that check_structure has already looked at. A key
+// with a problem is not read (its default stays); a value out of range is a problem.
 class Reader {
  public:
-  explicit Reader(const json& root) : root_(root) {}
+  Reader(const json& root, Problems& problems) : root_(root), problems_(problems) {}
 
   const json* at(std::string_view path) const {
     const json* cur = &root_;
@@ -71,89 +76,99 @@ class Reader {
     }
     return cur;
   }
+  // Given (not null) and without a problem.
   bool has(std::string_view path) const {
     const json* v = at(path);
-    return v && !v->is_null();
+    return v && !v->is_null() && !problems_.about(path);
   }
+  Problems& problems() const { return problems_; }
 
   void get(std::string_view path, bool& out) const {
     if (has(path)) out = at(path)->get<bool>();
   }
-  void get(std::string_view path, std::int64_t& out, IntRange r = {}) const {
-    if (!has(path)) return;
+  bool get(std::string_view path, std::int64_t& out, IntRange r = {}) const {
+    if (!has(path)) return false;
     const json& v = *at(path);
     const std::int64_t x =
         v.is_number_integer() ? v.get<std::int64_t>() : static_cast<std::int64_t>(v.get<double>());
-    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInt))
-      out_of_range(path, v, r.describe());
-    if (x < r.lo || x > r.hi) out_of_range(path, v, r.describe());
+    if ((v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxInt)) ||
+        x < r.lo || x > r.hi)
+      return out_of_range(path, v, r.describe());
     out = x;
+    return true;
   }
   void get(std::string_view path, int& out, IntRange r) const {
     std::int64_t x = out;
-    get(path, x, r);
-    out = static_cast<int>(x);
+    if (get(path, x, r)) out = static_cast<int>(x);
   }
   void get(std::string_view path, std::uint64_t& out) const {
     std::int64_t x = static_cast<std::int64_t>(out);
-    get(path, x, IntRange{0, kMaxInt});
-    out = static_cast<std::uint64_t>(x);
+    if (get(path, x, IntRange{0, kMaxInt})) out = static_cast<std::uint64_t>(x);
   }
   void get(std::string_view path, double& out, NumRange r) const {
     if (!has(path)) return;
     const json& v = *at(path);
     const double x = v.get<double>();
-    if (!r.contains(x)) out_of_range(path, v, r.describe());
+    if (!r.contains(x)) {
+      out_of_range(path, v, r.describe());
+      return;
+    }
     out = x;
   }
   void get(std::string_view path, std::array<double, 2>& out, NumRange r) const {
     if (!has(path)) return;
     const json& v = *at(path);
     for (std::size_t i = 0; i < 2; ++i) {
-      if (!r.contains(v[i].get<double>()))
-        user_fail("config", "{} is {}; allowed: two numbers, each {}", path, v.dump(),
-                  r.describe().substr(std::string_view("a number ").size()));
+      if (!r.contains(v[i].get<double>())) {
+        problems_.mistake(std::string(path), "{} is {}; allowed: two numbers, each {}", path,
+                          v.dump(), r.describe().substr(std::string_view("a number ").size()));
+        return;
+      }
     }
     out = {v[0].get<double>(), v[1].get<double>()};
   }
-  // Optional strings: null or absent leaves out unchanged; "" is rejected (use null).
+  // Optional strings: null or absent leaves out unchanged; "" is refused (use null).
   void get(std::string_view path, std::string& out) const {
     if (!has(path)) return;
     const json& v = *at(path);
-    if (v.get<std::string>().empty())
-      user_fail("config", "{} is \"\"; allowed: a non-empty string{}", path,
-                find_key(path)->nullable ? " or null" : "");
+    if (v.get<std::string>().empty()) {
+      problems_.mistake(std::string(path), "{} is \"\"; allowed: a non-empty string{}", path,
+                        find_key(path)->nullable ? " or null" : "");
+      return;
+    }
     out = v.get<std::string>();
   }
   void get_size(std::string_view path, std::optional<std::uint64_t>& out) const {
     if (!has(path)) return;
     const json& v = *at(path);
     if (v.is_string())
-      out = parse_bytes(v.get<std::string>());
+      out = parse_bytes(v.get<std::string>());  // check_structure: it parses
     else if (v.is_number_integer())
       out = v.get<std::uint64_t>();  // check_structure: >= 0
     else
       out = static_cast<std::uint64_t>(v.get<double>());
   }
-  // A string naming one of options, any letter case; stored as the enum.
+  // A string naming one of options, any letter case; stored as the enum. False when it names
+  // none (a problem) or is not given.
   template <typename E>
-  void choice(std::string_view path, E& out, Options<E> options) const {
-    if (!has(path)) return;
+  bool choice(std::string_view path, E& out, Options<E> options) const {
+    if (!has(path)) return false;
     const json& v = *at(path);
     const std::string text = lowercase(v.get<std::string>());
     std::vector<std::string> names;
     for (const auto& [name, value] : options) {
       if (lowercase(name) == text) {
         out = value;
-        return;
+        return true;
       }
       names.emplace_back(name);
     }
     std::string allowed;
     for (const auto& n : names) allowed += fmt::format("{}\"{}\"", allowed.empty() ? "" : ", ", n);
     const auto best = closest(v.get<std::string>(), names);
-    user_fail("config", "{} is {}; allowed: {}{}", path, v.dump(), allowed,
-              best ? fmt::format(" (did you mean \"{}\"?)", *best) : "");
+    problems_.mistake(std::string(path), "{} is {}; allowed: {}{}", path, v.dump(), allowed,
+                      best ? fmt::format(" (did you mean \"{}\"?)", *best) : "");
+    return false;
   }
   // Keys present under an object path (e.g. optimizer.params).
   std::vector<std::string> keys(std::string_view path) const {
@@ -163,47 +178,110 @@ class Reader {
     return out;
   }
 
-  [[noreturn]] static void out_of_range(std::string_view path, const json& v,
-                                        const std::string& allowed) {
-    user_fail("config", "{} is {}; allowed: {}", path, v.dump(), allowed);
+  bool out_of_range(std::string_view path, const json& v, const std::string& allowed) const {
+    problems_.mistake(std::string(path), "{} is {}; allowed: {}", path, v.dump(), allowed);
+    return false;
   }
 
  private:
   const json& root_;
+  Problems& problems_;
 };
 
-// Params given under section.params must be ones the chosen type uses.
+// Judges every key of section.params that is not one of Strata's parameters of the chosen type:
+// a DeepSpeed parameter of that type (beyond(name), a no-op or not implemented), a parameter of
+// another type, or a mistake with the nearest parameter of this type. Returns false when a
+// Strata parameter of the type should not be read (it had a problem).
 void check_params(const Reader& r, std::string_view section, std::string_view type_name,
-                  std::initializer_list<std::string_view> allowed) {
+                  std::initializer_list<std::string_view> allowed,
+                  const std::function<const DeepSpeedKey*(std::string_view)>& beyond,
+                  const std::vector<std::string>& beyond_names, std::vector<std::string>& notes) {
   const std::string params = fmt::format("{}.params", section);
+  Problems& problems = r.problems();
   for (const auto& k : r.keys(params)) {
+    const std::string path = params + "." + k;
     bool ok = false;
     for (auto a : allowed) ok |= a == k;
-    if (!ok) {
-      if (allowed.size() == 0)
-        user_fail("config", "{}.{} is given but {}.type is not set: {}.params needs a type", params,
-                  k, section, section);
-      user_fail("config", "{}.{} is not a parameter of {}; {} takes: {}", params, k, type_name,
-                type_name, fmt::join(allowed, ", "));
+    if (ok) continue;
+    if (allowed.size() == 0) {
+      problems.mistake(path, "{} is given but {}.type is not set: {} needs a type", path, section,
+                       params);
+      continue;
     }
+    if (const DeepSpeedKey* ds = beyond(k)) {
+      judge_deepspeed_key(*ds, *r.at(path), *r.at(""), problems, notes);
+      continue;
+    }
+    if (find_key(path)) {  // a parameter of another type
+      problems.mistake(path, "{} is not a parameter of {}; {} takes: {}", path, type_name,
+                       type_name, fmt::join(allowed, ", "));
+      continue;
+    }
+    if (!key_hint(path).empty()) {
+      problems.mistake(path, "{}", unknown_key_message(path));
+      continue;
+    }
+    std::vector<std::string> candidates(allowed.begin(), allowed.end());
+    candidates.insert(candidates.end(), beyond_names.begin(), beyond_names.end());
+    if (const auto best = closest(k, candidates))
+      problems.mistake(path, "unknown key '{}'; did you mean '{}.{}'?", path, params, *best);
+    else
+      problems.mistake(path, "unknown key '{}': not a parameter of {}; {} takes: {}", path,
+                       type_name, type_name, fmt::join(allowed, ", "));
   }
 }
 
-void read_optimizer(const Reader& r, Optimizer& o) {
-  r.choice<OptimizerType>("optimizer.type", o.type,
-                          {{"Adam", OptimizerType::adam},
-                           {"AdamW", OptimizerType::adamw},
-                           {"SGD", OptimizerType::sgd}});
+const DeepSpeedKey* no_params(std::string_view) {
+  return nullptr;
+}
+
+// section.type: one of Strata's types (true), or a problem and false: a DeepSpeed type Strata
+// does not implement (deepspeed_type names it) or a mistake. Then the type's parameters mean
+// nothing to Strata and are not looked at.
+template <typename E>
+bool read_type(const Reader& r, std::string_view section, E& out, Options<E> options,
+               std::string_view (*deepspeed_type)(std::string_view)) {
+  const std::string path = fmt::format("{}.type", section);
+  if (r.has(path)) {
+    const std::string given = r.at(path)->get<std::string>();
+    if (const std::string_view what = deepspeed_type(given); !what.empty()) {
+      std::string names;
+      for (const auto& [name, value] : options)
+        names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", name);
+      r.problems().add(ProblemKind::not_implemented, path,
+                       not_implemented(fmt::format("{}={}", path, r.at(path)->dump()), what,
+                                       fmt::format("Strata's {} types are {}", section, names)));
+      return false;
+    }
+  }
+  const std::size_t before = r.problems().size();
+  r.choice<E>(path, out, options);
+  return r.problems().size() == before;
+}
+
+void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& notes) {
+  Problems& problems = r.problems();
+  if (!read_type<OptimizerType>(r, "optimizer", o.type,
+                                {{"Adam", OptimizerType::adam},
+                                 {"AdamW", OptimizerType::adamw},
+                                 {"SGD", OptimizerType::sgd}},
+                                deepspeed_optimizer))
+    return;
   const std::string_view name = to_string(o.type);
+  const auto beyond = [&](std::string_view k) { return find_optimizer_param(o.type, k); };
+  const auto beyond_names = optimizer_params_beyond(o.type);
   switch (o.type) {
     case OptimizerType::adam:
-      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"});
+      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "adam_w_mode"},
+                   beyond, beyond_names, notes);
       break;
     case OptimizerType::adamw:
-      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay"});
+      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay"}, beyond,
+                   beyond_names, notes);
       break;
     case OptimizerType::sgd:
-      check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"});
+      check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"}, beyond,
+                   beyond_names, notes);
       break;
   }
   o.weight_decay = o.type == OptimizerType::adamw ? 0.01 : 0.0;
@@ -212,38 +290,52 @@ void read_optimizer(const Reader& r, Optimizer& o) {
   r.get("optimizer.params.betas", o.betas, kUnitOpen);
   r.get("optimizer.params.eps", o.eps, kPositive);
   r.get("optimizer.params.weight_decay", o.weight_decay, kNonNegative);
-  r.get("optimizer.params.adam_w_mode", o.adam_w_mode);
-  if (!o.adam_w_mode && o.type == OptimizerType::adam)
-    user_fail("config",
-              "optimizer.params.adam_w_mode is false; allowed: true (Strata's Adam decouples "
-              "weight decay, DeepSpeed's default; L2-coupled Adam is not implemented)");
+  if (o.type == OptimizerType::adam) {
+    r.get("optimizer.params.adam_w_mode", o.adam_w_mode);
+    if (!o.adam_w_mode) {
+      problems.add(ProblemKind::not_implemented, "optimizer.params.adam_w_mode",
+                   not_implemented("optimizer.params.adam_w_mode=false",
+                                   "Adam with weight decay added to the gradient (L2)",
+                                   "remove the key or set it to true: decoupled weight decay, "
+                                   "DeepSpeed's default"));
+      o.adam_w_mode = true;
+    }
+  }
   r.get("optimizer.params.momentum", o.momentum, kUnitOpen);
   r.get("optimizer.params.nesterov", o.nesterov);
 }
 
-void read_scheduler(const Reader& r, Scheduler& s) {
-  r.choice<SchedulerType>("scheduler.type", s.type,
-                          {{"WarmupLR", SchedulerType::warmup_lr},
-                           {"WarmupDecayLR", SchedulerType::warmup_decay_lr},
-                           {"WarmupCosineLR", SchedulerType::warmup_cosine_lr}});
+void read_scheduler(const Reader& r, Scheduler& s, std::vector<std::string>& notes) {
+  if (!read_type<SchedulerType>(r, "scheduler", s.type,
+                                {{"WarmupLR", SchedulerType::warmup_lr},
+                                 {"WarmupDecayLR", SchedulerType::warmup_decay_lr},
+                                 {"WarmupCosineLR", SchedulerType::warmup_cosine_lr}},
+                                deepspeed_scheduler))
+    return;
   const std::string_view name = to_string(s.type);
+  const std::vector<std::string> beyond_names{"last_batch_iteration"};
+  const auto beyond = s.type == SchedulerType::none ? std::function(no_params)
+                                                    : std::function(find_scheduler_param);
   switch (s.type) {
     case SchedulerType::none:
-      check_params(r, "scheduler", name, {});
+      check_params(r, "scheduler", name, {}, beyond, {}, notes);
       break;
     case SchedulerType::warmup_lr:
       check_params(r, "scheduler", name,
-                   {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type"});
+                   {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type"}, beyond,
+                   beyond_names, notes);
       break;
     case SchedulerType::warmup_decay_lr:
       check_params(
           r, "scheduler", name,
-          {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type", "total_num_steps"});
+          {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type", "total_num_steps"},
+          beyond, beyond_names, notes);
       break;
     case SchedulerType::warmup_cosine_lr:
       check_params(r, "scheduler", name,
                    {"total_num_steps", "warmup_min_ratio", "warmup_num_steps", "cos_min_ratio",
-                    "warmup_type"});
+                    "warmup_type"},
+                   beyond, beyond_names, notes);
       break;
   }
   r.get("scheduler.params.warmup_min_lr", s.warmup_min_lr, kNonNegative);
@@ -267,27 +359,64 @@ void read_offload_common(const Reader& r, std::string_view section, Offload& o) 
   r.get(p + ".buffer_count", o.buffer_count, IntRange{1});
 }
 
-void read_zero(const Reader& r, Zero& z) {
+void read_zero(const Reader& r, Zero& z, std::vector<std::string>& notes) {
   r.get("zero_optimization.stage", z.stage, IntRange{0, 3});
   z.overlap_comm = z.stage == 3;
-  r.get("zero_optimization.contiguous_gradients", z.contiguous_gradients);
   r.get("zero_optimization.overlap_comm", z.overlap_comm);
   r.get("zero_optimization.reduce_scatter", z.reduce_scatter);
-  r.get("zero_optimization.reduce_bucket_size", z.reduce_bucket_size, IntRange{1});
+  std::int64_t bucket = z.reduce_bucket_size;
+  if (r.get("zero_optimization.reduce_bucket_size", bucket, IntRange{0})) {
+    if (bucket > 0) {
+      z.reduce_bucket_size = bucket;
+    } else if (z.stage == 0) {
+      r.problems().add(
+          ProblemKind::not_implemented, "zero_optimization.reduce_bucket_size",
+          not_implemented("zero_optimization.reduce_bucket_size=0",
+                          "each parameter's gradient reduced in a call of its own",
+                          "Strata's stage 0 all-reduces a unit's gradients in buckets of at most "
+                          "this many elements: give a positive count, e.g. 500000000 (DeepSpeed's "
+                          "default)"));
+    }
+  }
   r.get("zero_optimization.allgather_partitions", z.allgather_partitions);
-  r.get("zero_optimization.allgather_bucket_size", z.allgather_bucket_size, IntRange{1});
   r.get("zero_optimization.stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size,
         IntRange{0});
   r.get("zero_optimization.stage3_max_live_parameters", z.stage3_max_live_parameters, IntRange{1});
   r.get("zero_optimization.stage3_max_reuse_distance", z.stage3_max_reuse_distance, IntRange{0});
+  r.get("zero_optimization.allgather_bucket_size", z.allgather_bucket_size, IntRange{1});
   r.get("zero_optimization.stage3_param_persistence_threshold",
         z.stage3_param_persistence_threshold, IntRange{0});
   read_offload_common(r, "zero_optimization.offload_optimizer", z.offload_optimizer);
   read_offload_common(r, "zero_optimization.offload_param", z.offload_param);
   r.get("zero_optimization.offload_param.buffer_size", z.offload_param.buffer_size, IntRange{1});
   r.get("zero_optimization.offload_param.max_in_cpu", z.offload_param.max_in_cpu, IntRange{0});
-}
 
+  // Keys given that change nothing at this stage, and values Strata has no algorithm for.
+  if (r.problems().about("zero_optimization.stage")) return;
+  for (const char* key :
+       {"zero_optimization.reduce_bucket_size", "zero_optimization.reduce_scatter",
+        "zero_optimization.allgather_partitions", "zero_optimization.stage3_prefetch_bucket_size",
+        "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_max_reuse_distance",
+        "zero_optimization.allgather_bucket_size",
+        "zero_optimization.stage3_param_persistence_threshold"}) {
+    if (!r.has(key)) continue;
+    if (const std::string why = unused_at_stage(key, z.stage); !why.empty())
+      notes.push_back(
+          fmt::format("ignored: {}={} at stage {}: {}", key, value_text(*r.at(key)), z.stage, why));
+  }
+  if (!z.reduce_scatter && z.stage >= 1)
+    r.problems().add(ProblemKind::not_implemented, "zero_optimization.reduce_scatter",
+                     not_implemented("zero_optimization.reduce_scatter=false",
+                                     "gradients averaged with all-reduce at stages 1-3",
+                                     "remove the key or set it to true"));
+  if (!z.allgather_partitions && (z.stage == 1 || z.stage == 2))
+    r.problems().add(ProblemKind::not_implemented, "zero_optimization.allgather_partitions",
+                     not_implemented("zero_optimization.allgather_partitions=false",
+                                     "updated parameters gathered with a series of broadcasts",
+                                     "remove the key or set it to true"));
+  z.reduce_scatter = true;
+  z.allgather_partitions = true;
+}
 void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.seed", s.seed);
   r.get("strata.train_steps", s.train_steps, IntRange{1});
@@ -296,6 +425,8 @@ void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.tensor_parallel_size", s.tensor_parallel_size, IntRange{1});
   r.get("strata.pipeline_parallel_size", s.pipeline_parallel_size, IntRange{1});
   r.get("strata.activation_checkpointing", s.activation_checkpointing);
+  r.choice<ActivationDtype>("strata.activation_dtype", s.activation_dtype,
+                            {{"auto", ActivationDtype::automatic}, {"f32", ActivationDtype::f32}});
 
   r.get_size("strata.memory.device_limit", s.memory.device_limit);
   r.get_size("strata.memory.host_limit", s.memory.host_limit);
@@ -304,15 +435,17 @@ void read_strata(const Reader& r, StrataSection& s) {
   std::string model_type;
   r.get("strata.model.type", model_type);
   if (!model_type.empty() && lowercase(model_type) != "gpt")
-    user_fail("config", "strata.model.type is \"{}\"; allowed: \"gpt\"", model_type);
+    r.problems().mistake("strata.model.type", "strata.model.type is \"{}\"; allowed: \"gpt\"",
+                         model_type);
   r.get("strata.model.n_layer", s.model.n_layer, IntRange{1});
   r.get("strata.model.n_head", s.model.n_head, IntRange{1});
   r.get("strata.model.n_embd", s.model.n_embd, IntRange{1});
   r.get("strata.model.block_size", s.model.block_size, IntRange{1});
   r.get("strata.model.vocab_size", s.model.vocab_size, IntRange{1});
   if (r.has("strata.model.dropout") && r.at("strata.model.dropout")->get<double>() != 0.0)
-    user_fail("config", "strata.model.dropout is {}; allowed: 0 (Strata's GPT has no dropout yet)",
-              r.at("strata.model.dropout")->dump());
+    r.problems().mistake("strata.model.dropout",
+                         "strata.model.dropout is {}; allowed: 0 (Strata's GPT has no dropout yet)",
+                         r.at("strata.model.dropout")->dump());
 
   r.get("strata.data.train", s.data.train);
   r.get("strata.data.valid", s.data.valid);
@@ -339,13 +472,18 @@ void read_strata(const Reader& r, StrataSection& s) {
 
 }  // namespace
 
-Config parse_config(const json& doc) {
-  check_structure(doc);
-  const Reader r(doc);
+Config check_config(const json& input, Problems& problems) {
   Config c;
+  json doc = input;
+  apply_aliases(doc, problems, c.notes);
+  const AutoBatch autos = resolve_auto(doc, problems, c.notes);
+  check_structure(doc, problems, c.notes);
+  if (!doc.is_object()) return c;
+  const Reader r(doc, problems);
   r.get("train_batch_size", c.train_batch_size, IntRange{1});
   r.get("train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu, IntRange{1});
   r.get("gradient_accumulation_steps", c.gradient_accumulation_steps, IntRange{1});
+  c.micro_batch_auto = autos.train_micro_batch_size_per_gpu;
   r.get("gradient_clipping", c.gradient_clipping, kNonNegative);
   r.get("steps_per_print", c.steps_per_print, IntRange{1});
   r.get("wall_clock_breakdown", c.wall_clock_breakdown);
@@ -359,9 +497,9 @@ Config parse_config(const json& doc) {
   r.get("fp16.min_loss_scale", c.fp16.min_loss_scale, kPositive);
   r.get("bf16.enabled", c.bf16.enabled);
 
-  read_optimizer(r, c.optimizer);
-  read_scheduler(r, c.scheduler);
-  read_zero(r, c.zero_optimization);
+  read_optimizer(r, c.optimizer, c.notes);
+  read_scheduler(r, c.scheduler, c.notes);
+  read_zero(r, c.zero_optimization, c.notes);
 
   r.get("aio.block_size", c.aio.block_size, IntRange{4096});
   r.get("aio.queue_depth", c.aio.queue_depth, IntRange{1, 65536});
@@ -369,15 +507,17 @@ Config parse_config(const json& doc) {
   r.get("aio.single_submit", c.aio.single_submit);
   r.get("aio.overlap_events", c.aio.overlap_events);
 
-  r.choice<TagValidation>("checkpoint.tag_validation", c.checkpoint.tag_validation,
-                          {{"Ignore", TagValidation::ignore},
-                           {"Warn", TagValidation::warn},
-                           {"Fail", TagValidation::fail}});
-
   read_strata(r, c.strata);
 
-  check_rules(c);
-  check_batch_given(c);
+  check_rules(c, problems);
+  check_batch_given(c, problems, autos.train_batch_size || autos.train_micro_batch_size_per_gpu);
+  return c;
+}
+
+Config parse_config(const json& doc) {
+  Problems problems;
+  Config c = check_config(doc, problems);
+  problems.raise_if_any("");
   return c;
 }
 

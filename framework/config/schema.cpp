@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "framework/config/deepspeed_keys.hpp"
 #include "framework/config/suggest.hpp"
 #include "framework/core/error.hpp"
 #include "framework/memory/size.hpp"
@@ -30,7 +31,8 @@ constexpr KeySpec kSchema[] = {
      "Clip the global gradient L2 norm to this value; 0 = off."},
     {"steps_per_print", K::integer, "10", "Print the training log every this many steps."},
     {"wall_clock_breakdown", K::boolean, "false",
-     "Print a per-phase time breakdown (forward, backward, communication, optimizer, I/O)."},
+     "With each printed step, where its time went: forward, backward, waiting for collectives, "
+     "optimizer, waiting for offloaded state."},
     // ---- fp16 (DeepSpeed) ----
     {"fp16", K::object, "{}", "Mixed precision with float16 compute and a loss scale."},
     {"fp16.enabled", K::boolean, "false", "Train in float16 with float32 master weights."},
@@ -89,26 +91,28 @@ constexpr KeySpec kSchema[] = {
     {"zero_optimization", K::object, "{}", "ZeRO: shard training state over data-parallel ranks."},
     {"zero_optimization.stage", K::integer, "0",
      "0 = off, 1 = shard optimizer state, 2 = also gradients, 3 = also parameters."},
-    {"zero_optimization.contiguous_gradients", K::boolean, "true",
-     "Copy gradients into one contiguous buffer as they are produced."},
     {"zero_optimization.overlap_comm", K::boolean, "true at stage 3, false otherwise",
      "Overlap gradient reduction with the backward pass."},
     {"zero_optimization.reduce_scatter", K::boolean, "true",
-     "Reduce gradients with reduce-scatter (stage 2+) instead of all-reduce."},
+     "Stages 1-3 reduce-scatter each unit's gradients; false (all-reduce) is not implemented."},
     {"zero_optimization.reduce_bucket_size", K::integer, "500000000",
-     "Elements reduced at a time."},
+     "Stage 0: elements all-reduced per call (stages 1-3 reduce-scatter a whole unit per call). "
+     "0 (DeepSpeed: one call per parameter) is not implemented at stage 0."},
     {"zero_optimization.allgather_partitions", K::boolean, "true",
-     "Gather updated parameters with all-gather (instead of a series of broadcasts)."},
-    {"zero_optimization.allgather_bucket_size", K::integer, "500000000",
-     "Elements all-gathered at a time."},
+     "Stages 1-2 all-gather the updated parameters; false (a series of broadcasts) is not "
+     "implemented."},
     {"zero_optimization.stage3_prefetch_bucket_size", K::integer, "50000000",
      "Stage 3: elements of parameters prefetched ahead of use."},
+    {"zero_optimization.allgather_bucket_size", K::integer, "500000000",
+     "Stages 1-2: most parameter elements all-gathered in flight after the optimizer step (the "
+     "send buffers they need)."},
     {"zero_optimization.stage3_max_live_parameters", K::integer, "1000000000",
      "Stage 3: most gathered parameter elements resident at once."},
     {"zero_optimization.stage3_max_reuse_distance", K::integer, "1000000000",
-     "Stage 3: keep a gathered parameter if it is used again within this many elements."},
+     "Stage 3: a unit used again within this many elements of other units' uses (in the model's "
+     "unit schedule) stays gathered; 0 releases it after every use."},
     {"zero_optimization.stage3_param_persistence_threshold", K::integer, "100000",
-     "Stage 3: parameters smaller than this many elements stay whole on every rank."},
+     "Stage 3: units (blocks) of at most this many elements stay gathered on every rank."},
     {"zero_optimization.offload_optimizer", K::object, "{}",
      "Keep optimizer state (and run the optimizer step) on the host or NVMe. Stage 1, 2 or 3."},
     {"zero_optimization.offload_optimizer.device", K::string, "\"none\"",
@@ -120,15 +124,20 @@ constexpr KeySpec kSchema[] = {
     {"zero_optimization.offload_optimizer.buffer_count", K::integer, "4",
      "NVMe: buffers for overlapping reads and writes of optimizer state."},
     {"zero_optimization.offload_param", K::object, "{}",
-     "Keep each rank's owned parameter slices on the host or NVMe between uses (the device holds only the units being gathered). Stage 3 only."},
+     "Keep each rank's owned parameter slices on the host or NVMe between uses (the device holds "
+     "only the units being gathered). Stage 3 only."},
     {"zero_optimization.offload_param.device", K::string, "\"none\"",
-     "\"none\" (slices on the device), \"cpu\" (host memory) or \"nvme\" (a swap file per rank under nvme_path). Needs stage 3."},
+     "\"none\" (slices on the device), \"cpu\" (host memory) or \"nvme\" (a swap file per rank "
+     "under nvme_path). Needs stage 3."},
     {"zero_optimization.offload_param.nvme_path", K::string, "null",
-     "Directory for the parameter swap files when device is \"nvme\" (created if missing; not inside strata.checkpoint.dir; may be the optimizer's).", true},
+     "Directory for the parameter swap files when device is \"nvme\" (created if missing; not "
+     "inside strata.checkpoint.dir; may be the optimizer's).",
+     true},
     {"zero_optimization.offload_param.pin_memory", K::boolean, "false",
      "Use page-locked host buffers (with CUDA)."},
     {"zero_optimization.offload_param.buffer_count", K::integer, "5",
-     "NVMe: host buffers, each the size of the largest unit's slice (the one in use and the next ones read ahead); at least 2."},
+     "NVMe: host buffers, each the size of the largest unit's slice (the one in use and the next "
+     "ones read ahead); at least 2."},
     {"zero_optimization.offload_param.buffer_size", K::integer, "100000000",
      "Accepted only at its default (buffers are sized to the largest unit's slice)."},
     {"zero_optimization.offload_param.max_in_cpu", K::integer, "1000000000",
@@ -141,11 +150,6 @@ constexpr KeySpec kSchema[] = {
     {"aio.single_submit", K::boolean, "false",
      "Submit requests one at a time instead of in batches."},
     {"aio.overlap_events", K::boolean, "true", "Submit new requests while earlier ones complete."},
-    // ---- checkpoint (DeepSpeed) ----
-    {"checkpoint", K::object, "{}",
-     "DeepSpeed's checkpoint options (Strata's policy is strata.checkpoint)."},
-    {"checkpoint.tag_validation", K::string, "\"Warn\"",
-     "\"Ignore\", \"Warn\" or \"Fail\" when ranks disagree about the checkpoint tag."},
     // ---- strata ----
     {"strata", K::object, "{}", "What DeepSpeed's schema lacks."},
     {"strata.seed", K::integer, "1234",
@@ -157,6 +161,9 @@ constexpr KeySpec kSchema[] = {
     {"strata.pipeline_parallel_size", K::integer, "1", "Pipeline stages."},
     {"strata.activation_checkpointing", K::boolean, "false",
      "Drop each block's saved activations and recompute them in backward."},
+    {"strata.activation_dtype", K::string, "\"auto\"",
+     "Activations and their gradients: \"auto\" (16-bit with bf16/fp16 enabled, else f32) or "
+     "\"f32\" (f32 activations also with 16-bit parameters: more memory, the exactness of f32)."},
     {"strata.memory", K::object, "{}",
      "Caps per memory tier (exceeding one raises OutOfMemory with a breakdown)."},
     {"strata.memory.device_limit", K::size, "null",
@@ -206,31 +213,21 @@ constexpr KeySpec kSchema[] = {
      "Seconds a collective may take before it is reported as hung."},
 };
 
-// DeepSpeed keys Strata deliberately does not take, with what to do instead.
+// Keys that neither Strata nor DeepSpeed reads but that configs carry, with what to know.
 struct Hint {
   std::string_view path, hint;
 };
+constexpr std::string_view kNoLossScale =
+    "bfloat16 needs no loss scaling; only fp16 has a loss scale (DeepSpeed ignores this key)";
 constexpr Hint kHints[] = {
-    {"activation_checkpointing",
-     "Strata's switch is strata.activation_checkpointing (true or false)"},
-    {"bfloat16", "write bf16"},
-    {"amp", "Strata has no apex AMP: use fp16 or bf16"},
-    {"pipeline", "set strata.pipeline_parallel_size"},
-    {"tensor_parallel", "set strata.tensor_parallel_size"},
-    {"zero_optimization.cpu_offload",
-     "deprecated in DeepSpeed: set zero_optimization.offload_optimizer.device to \"cpu\""},
-    {"zero_optimization.cpu_offload_params",
-     "deprecated in DeepSpeed: set zero_optimization.offload_param.device to \"cpu\""},
-    {"zero_allow_untested_optimizer",
-     "Strata's ZeRO works with all of its optimizers: remove the key"},
-    {"zero_force_ds_cpu_optimizer",
-     "the offloaded optimizer step always runs on Strata's CPU optimizer: remove the key"},
-    {"fp16.auto_cast", "Strata casts per layer itself: remove the key"},
-    {"tensorboard", "Strata prints its log to stdout: remove the key"},
-    {"wandb", "Strata prints its log to stdout: remove the key"},
-    {"flops_profiler", "not supported by Strata: remove the key"},
-    {"prescale_gradients", "not supported by Strata: remove the key"},
-    {"gradient_predivide_factor", "not supported by Strata: remove the key"},
+    {"bf16.loss_scale", kNoLossScale},
+    {"bf16.initial_scale_power", kNoLossScale},
+    {"bf16.loss_scale_window", kNoLossScale},
+    {"bf16.hysteresis", kNoLossScale},
+    {"bf16.consecutive_hysteresis", kNoLossScale},
+    {"bf16.min_loss_scale", kNoLossScale},
+    {"optimizer.params.max_grad_norm",
+     "it is not an optimizer parameter (DeepSpeed refuses it too): set gradient_clipping"},
 };
 
 std::string_view parent_of(std::string_view path) {
@@ -249,6 +246,8 @@ bool integral(const nlohmann::json& v) {
   const double d = v.get<double>();
   return std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.2e18;
 }
+
+}  // namespace
 
 bool kind_matches(Kind k, const nlohmann::json& v) {
   switch (k) {
@@ -270,34 +269,40 @@ bool kind_matches(Kind k, const nlohmann::json& v) {
   return false;
 }
 
-void check_object(const nlohmann::json& obj, const std::string& prefix) {
-  // Unknown keys at this level first, then kinds, then children.
+namespace {
+
+void check_object(const nlohmann::json& doc, const nlohmann::json& obj, const std::string& prefix,
+                  Problems& problems, std::vector<std::string>& notes) {
   for (const auto& [key, value] : obj.items()) {
     const std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (!find_key(path)) unknown_key(path);
-  }
-  for (const auto& [key, value] : obj.items()) {
-    const std::string path = prefix.empty() ? key : prefix + "." + key;
-    const KeySpec& spec = *find_key(path);
-    if (value.is_null() && spec.nullable) continue;
-    if (!kind_matches(spec.kind, value)) {
-      user_fail("config", "{} must be {}, got {} ({})", path, kind_name(spec.kind), value.dump(),
-                json_type_name(value));
+    const KeySpec* spec = find_key(path);
+    if (!spec) {
+      // Parameters are judged with the optimizer or schedule they belong to (parse.cpp).
+      if (prefix == "optimizer.params" || prefix == "scheduler.params") continue;
+      if (const DeepSpeedKey* ds = find_deepspeed_key(path))
+        judge_deepspeed_key(*ds, value, doc, problems, notes);
+      else
+        problems.add(ProblemKind::mistake, path, unknown_key_message(path), nearest_key(path));
+      continue;
     }
-    if (spec.kind == Kind::size && value.is_string()) {
+    if (value.is_null() && spec->nullable) continue;
+    if (!kind_matches(spec->kind, value)) {
+      problems.mistake(path, "{} must be {}, got {} ({})", path, kind_name(spec->kind),
+                       value.dump(), json_type_name(value));
+      continue;
+    }
+    if (spec->kind == Kind::size && value.is_string()) {
       try {
         (void)parse_bytes(value.get<std::string>());
       } catch (const UserError&) {
-        user_fail("config",
-                  "{} is {}; allowed: a byte count such as 1073741824 or a size such as "
-                  "\"512MiB\", \"2GiB\", \"1.5GB\" (KiB/MiB/GiB/TiB are powers of 1024, "
-                  "KB/MB/GB/TB of 1000)",
-                  path, value.dump());
+        problems.mistake(path,
+                         "{} is {}; allowed: a byte count such as 1073741824 or a size such as "
+                         "\"512MiB\", \"2GiB\", \"1.5GB\" (KiB/MiB/GiB/TiB are powers of 1024, "
+                         "KB/MB/GB/TB of 1000)",
+                         path, value.dump());
       }
     }
-  }
-  for (const auto& [key, value] : obj.items()) {
-    if (value.is_object()) check_object(value, prefix.empty() ? key : prefix + "." + key);
+    if (value.is_object()) check_object(doc, value, path, problems, notes);
   }
 }
 
@@ -343,45 +348,61 @@ std::string json_type_name(const nlohmann::json& v) {
   return "an object";
 }
 
-void unknown_key(std::string_view path) {
+std::string_view key_hint(std::string_view path) {
   for (const auto& h : kHints)
-    if (h.path == path)
-      user_fail("config", "'{}' is a DeepSpeed key Strata does not take: {}", path, h.hint);
+    if (h.path == path) return h.hint;
+  return {};
+}
+
+std::string nearest_key(std::string_view path) {
+  const std::string_view parent = parent_of(path);
+  std::vector<std::string> candidates;
+  for (const auto& k : kSchema)
+    if (parent_of(k.path) == parent) candidates.emplace_back(leaf_of(k.path));
+  for (auto& d : deepspeed_keys_in(parent)) candidates.push_back(std::move(d));
+  const auto best = closest(leaf_of(path), candidates);
+  if (!best) return {};
+  return parent.empty() ? *best : fmt::format("{}.{}", parent, *best);
+}
+
+std::string unknown_key_message(std::string_view path) {
+  if (const std::string_view hint = key_hint(path); !hint.empty())
+    return fmt::format("unknown key '{}': {}", path, hint);
   const std::string_view parent = parent_of(path);
   const std::string_view leaf = leaf_of(path);
   const KeySpec* parent_spec = parent.empty() ? nullptr : find_key(parent);
   if (!parent.empty() && parent_spec && parent_spec->kind != Kind::object)
-    user_fail("config", "unknown key '{}': {} takes {}, not keys", path, parent,
-              kind_name(parent_spec->kind));
-  // Siblings first: the common typo.
-  std::vector<std::string> siblings, sibling_paths;
-  for (const auto& k : kSchema) {
-    if (parent_of(k.path) == parent) {
-      siblings.emplace_back(leaf_of(k.path));
-      sibling_paths.emplace_back(k.path);
-    }
-  }
-  if (auto best = closest(leaf, siblings)) {
-    const std::string full = parent.empty() ? *best : fmt::format("{}.{}", parent, *best);
-    user_fail("config", "unknown key '{}'; did you mean '{}'?", path, full);
-  }
-  // Then the same name elsewhere: a key put in the wrong section.
-  std::vector<std::string> elsewhere;
+    return fmt::format("unknown key '{}': {} takes {}, not keys", path, parent,
+                       kind_name(parent_spec->kind));
+  if (const std::string best = nearest_key(path); !best.empty())
+    return fmt::format("unknown key '{}'; did you mean '{}'?", path, best);
+  std::vector<std::string> siblings;
   for (const auto& k : kSchema)
-    if (edit_distance(leaf_of(k.path), leaf) <= 1) elsewhere.emplace_back(k.path);
-  if (!elsewhere.empty())
-    user_fail("config", "unknown key '{}'; did you mean '{}'?", path,
-              fmt::join(elsewhere, "' or '"));
-  if (siblings.empty()) user_fail("config", "unknown key '{}': {} takes no keys", path, parent);
-  user_fail("config", "unknown key '{}'; valid keys {}: {}", path,
-            parent.empty() ? std::string("at the top level") : fmt::format("in {}", parent),
-            fmt::join(siblings, ", "));
+    if (parent_of(k.path) == parent) siblings.emplace_back(leaf_of(k.path));
+  // The same name in another section is worth knowing (a key put in the wrong place).
+  std::string elsewhere;
+  for (const auto& k : kSchema)
+    if (k.path != path && leaf_of(k.path) == leaf && parent_of(k.path) != parent)
+      elsewhere = fmt::format(" ('{}' is a key of {})", leaf, parent_of(k.path));
+  if (siblings.empty())
+    return fmt::format("unknown key '{}': {} takes no keys{}", path, parent, elsewhere);
+  return fmt::format(
+      "unknown key '{}'; valid keys {}: {}{}", path,
+      parent.empty() ? std::string("at the top level") : fmt::format("in {}", parent),
+      fmt::join(siblings, ", "), elsewhere);
 }
 
-void check_structure(const nlohmann::json& doc) {
-  if (!doc.is_object())
-    user_fail("config", "a config must be a JSON object {{...}}, got {}", json_type_name(doc));
-  check_object(doc, "");
+void unknown_key(std::string_view path) {
+  user_fail("config", "{}", unknown_key_message(path));
+}
+
+void check_structure(const nlohmann::json& doc, Problems& problems,
+                     std::vector<std::string>& notes) {
+  if (!doc.is_object()) {
+    problems.mistake("", "a config must be a JSON object {{...}}, got {}", json_type_name(doc));
+    return;
+  }
+  check_object(doc, doc, "", problems, notes);
 }
 
 }  // namespace strata::config

@@ -45,18 +45,6 @@ std::string_view to_string(OffloadDevice d) {
   return "?";
 }
 
-std::string_view to_string(TagValidation t) {
-  switch (t) {
-    case TagValidation::ignore:
-      return "Ignore";
-    case TagValidation::warn:
-      return "Warn";
-    case TagValidation::fail:
-      return "Fail";
-  }
-  return "?";
-}
-
 namespace {
 
 json str(std::string_view s) {
@@ -120,15 +108,14 @@ json zero_json(const Zero& z) {
   param["buffer_size"] = z.offload_param.buffer_size;
   param["max_in_cpu"] = z.offload_param.max_in_cpu;
   return {{"stage", z.stage},
-          {"contiguous_gradients", z.contiguous_gradients},
           {"overlap_comm", z.overlap_comm},
           {"reduce_scatter", z.reduce_scatter},
           {"reduce_bucket_size", z.reduce_bucket_size},
           {"allgather_partitions", z.allgather_partitions},
-          {"allgather_bucket_size", z.allgather_bucket_size},
           {"stage3_prefetch_bucket_size", z.stage3_prefetch_bucket_size},
           {"stage3_max_live_parameters", z.stage3_max_live_parameters},
           {"stage3_max_reuse_distance", z.stage3_max_reuse_distance},
+          {"allgather_bucket_size", z.allgather_bucket_size},
           {"stage3_param_persistence_threshold", z.stage3_param_persistence_threshold},
           {"offload_optimizer", offload_common(z.offload_optimizer)},
           {"offload_param", param}};
@@ -143,6 +130,7 @@ json strata_json(const StrataSection& s) {
       {"tensor_parallel_size", s.tensor_parallel_size},
       {"pipeline_parallel_size", s.pipeline_parallel_size},
       {"activation_checkpointing", s.activation_checkpointing},
+      {"activation_dtype", s.activation_dtype == ActivationDtype::f32 ? "f32" : "auto"},
       {"memory",
        {{"device_limit", optional_size(s.memory.device_limit)},
         {"host_limit", optional_size(s.memory.host_limit)},
@@ -205,7 +193,6 @@ json to_json(const Config& c) {
               {"thread_count", c.aio.thread_count},
               {"single_submit", c.aio.single_submit},
               {"overlap_events", c.aio.overlap_events}};
-  j["checkpoint"] = {{"tag_validation", str(to_string(c.checkpoint.tag_validation))}};
   j["strata"] = strata_json(c.strata);
   return j;
 }

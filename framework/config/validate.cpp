@@ -1,24 +1,33 @@
 #include "framework/config/validate.hpp"
 
 #include <cmath>
+#include <initializer_list>
 
 #include <fmt/format.h>
 
+#include "framework/config/micro_batch_plan.hpp"
 #include "framework/core/error.hpp"
 
 namespace strata::config {
 
 namespace {
 
+bool ok(const Problems& p, std::initializer_list<std::string_view> keys) {
+  for (auto k : keys)
+    if (p.about(k)) return false;
+  return true;
+}
+
 template <typename Offload>
-void check_offload_path(const Offload& o, std::string_view section) {
+void check_offload_path(const Offload& o, const std::string& section, Problems& p) {
+  if (!ok(p, {section})) return;
   if (o.device == OffloadDevice::nvme && o.nvme_path.empty())
-    user_fail("config",
+    p.mistake(section + ".nvme_path",
               "{}.device is \"nvme\" but {}.nvme_path is not set: name a directory on the NVMe "
               "drive",
               section, section);
   if (o.device != OffloadDevice::nvme && !o.nvme_path.empty())
-    user_fail("config",
+    p.mistake(section + ".nvme_path",
               "{}.nvme_path is set but {}.device is \"{}\": set device to \"nvme\" or remove "
               "nvme_path",
               section, section, to_string(o.device));
@@ -33,123 +42,169 @@ std::int64_t mul(std::int64_t a, std::int64_t b) {
 
 }  // namespace
 
-void check_rules(const Config& c) {
-  if (c.fp16.enabled && c.bf16.enabled)
-    user_fail("config", "fp16.enabled and bf16.enabled are both true; enable at most one");
+void check_rules(const Config& c, Problems& p) {
+  if (c.fp16.enabled && c.bf16.enabled && ok(p, {"fp16.enabled", "bf16.enabled"}))
+    p.mistake("fp16.enabled", "fp16.enabled and bf16.enabled are both true; enable at most one");
   if (c.fp16.enabled && c.fp16.dynamic() &&
-      c.fp16.min_loss_scale > std::ldexp(1.0, static_cast<int>(c.fp16.initial_scale_power)))
-    user_fail("config",
+      c.fp16.min_loss_scale > std::ldexp(1.0, static_cast<int>(c.fp16.initial_scale_power)) &&
+      ok(p, {"fp16"}))
+    p.mistake("fp16.min_loss_scale",
               "fp16.min_loss_scale {} is above the initial loss scale 2^{} = {}; lower "
               "min_loss_scale or raise initial_scale_power",
               c.fp16.min_loss_scale, c.fp16.initial_scale_power,
               std::ldexp(1.0, static_cast<int>(c.fp16.initial_scale_power)));
 
-  if (c.optimizer.type == OptimizerType::sgd && c.optimizer.nesterov && c.optimizer.momentum <= 0)
-    user_fail("config",
+  if (c.optimizer.type == OptimizerType::sgd && c.optimizer.nesterov && c.optimizer.momentum <= 0 &&
+      ok(p, {"optimizer"}))
+    p.mistake("optimizer.params.nesterov",
               "optimizer.params.nesterov is true but optimizer.params.momentum is {}; Nesterov "
               "momentum needs momentum > 0",
               c.optimizer.momentum);
 
   const Scheduler& s = c.scheduler;
-  if (s.type == SchedulerType::warmup_decay_lr || s.type == SchedulerType::warmup_cosine_lr) {
+  if ((s.type == SchedulerType::warmup_decay_lr || s.type == SchedulerType::warmup_cosine_lr) &&
+      ok(p, {"scheduler"})) {
     if (s.total_num_steps == 0)
-      user_fail("config",
-                "scheduler.type {} needs scheduler.params.total_num_steps (the step at which "
-                "the decay ends)",
+      p.mistake("scheduler.params.total_num_steps",
+                "scheduler.type {} needs scheduler.params.total_num_steps (the step at which the "
+                "decay ends)",
                 to_string(s.type));
-    if (s.total_num_steps < s.warmup_num_steps)
-      user_fail(
-          "config",
-          "scheduler.params.total_num_steps {} is less than scheduler.params.warmup_num_steps "
-          "{}; the decay would end before warmup does",
-          s.total_num_steps, s.warmup_num_steps);
+    else if (s.total_num_steps < s.warmup_num_steps)
+      p.mistake("scheduler.params.total_num_steps",
+                "scheduler.params.total_num_steps {} is less than "
+                "scheduler.params.warmup_num_steps {}; the decay would end before warmup does",
+                s.total_num_steps, s.warmup_num_steps);
   }
 
   const Zero& z = c.zero_optimization;
-  if (z.offload_param.device != OffloadDevice::none && z.stage != 3)
-    user_fail("config",
-              "zero_optimization.offload_param.device is \"{}\" but zero_optimization.stage is {}; "
-              "parameter offload needs stage 3",
+  if (z.offload_param.device != OffloadDevice::none && z.stage != 3 &&
+      ok(p, {"zero_optimization.stage", "zero_optimization.offload_param.device"}))
+    p.mistake("zero_optimization.offload_param.device",
+              "zero_optimization.offload_param.device is \"{}\" but zero_optimization.stage is "
+              "{}; parameter offload needs stage 3",
               to_string(z.offload_param.device), z.stage);
-  if (z.offload_optimizer.device != OffloadDevice::none && z.stage == 0)
-    user_fail(
-        "config",
-        "zero_optimization.offload_optimizer.device is \"{}\" but zero_optimization.stage is 0; "
-        "optimizer offload needs stage 1, 2 or 3",
-        to_string(z.offload_optimizer.device));
-  check_offload_path(z.offload_optimizer, "zero_optimization.offload_optimizer");
-  check_offload_path(z.offload_param, "zero_optimization.offload_param");
+  if (z.offload_optimizer.device != OffloadDevice::none && z.stage == 0 &&
+      ok(p, {"zero_optimization.stage", "zero_optimization.offload_optimizer.device"}))
+    p.mistake("zero_optimization.offload_optimizer.device",
+              "zero_optimization.offload_optimizer.device is \"{}\" but zero_optimization.stage "
+              "is 0; optimizer offload needs stage 1, 2 or 3",
+              to_string(z.offload_optimizer.device));
+  check_offload_path(z.offload_optimizer, "zero_optimization.offload_optimizer", p);
+  check_offload_path(z.offload_param, "zero_optimization.offload_param", p);
 
-  if (c.aio.block_size % 4096 != 0)
-    user_fail("config", "aio.block_size is {}; allowed: a multiple of 4096 (O_DIRECT alignment)",
+  if (c.aio.block_size % 4096 != 0 && ok(p, {"aio.block_size"}))
+    p.mistake("aio.block_size",
+              "aio.block_size is {}; allowed: a multiple of 4096 (O_DIRECT alignment)",
               c.aio.block_size);
 
   const StrataSection& st = c.strata;
   const Model& m = st.model;
-  if (m.n_embd % m.n_head != 0)
-    user_fail("config", "strata.model.n_embd {} is not divisible by strata.model.n_head {}",
-              m.n_embd, m.n_head);
-  if (m.n_head % st.tensor_parallel_size != 0)
-    user_fail("config",
+  if (m.n_embd % m.n_head != 0 && ok(p, {"strata.model.n_embd", "strata.model.n_head"}))
+    p.mistake("strata.model.n_embd",
+              "strata.model.n_embd {} is not divisible by strata.model.n_head {}", m.n_embd,
+              m.n_head);
+  if (m.n_head % st.tensor_parallel_size != 0 &&
+      ok(p, {"strata.model.n_head", "strata.tensor_parallel_size"}))
+    p.mistake("strata.tensor_parallel_size",
               "strata.model.n_head {} is not divisible by strata.tensor_parallel_size {}; tensor "
               "parallelism splits the heads",
               m.n_head, st.tensor_parallel_size);
-  if (m.n_layer < st.pipeline_parallel_size)
-    user_fail("config",
+  if (m.n_layer < st.pipeline_parallel_size &&
+      ok(p, {"strata.model.n_layer", "strata.pipeline_parallel_size"}))
+    p.mistake("strata.pipeline_parallel_size",
               "strata.pipeline_parallel_size {} is more than strata.model.n_layer {}; every "
               "pipeline stage needs at least one block",
               st.pipeline_parallel_size, m.n_layer);
-  if (st.sample.top_k > m.vocab_size)
-    user_fail("config", "strata.sample.top_k {} is more than strata.model.vocab_size {}",
-              st.sample.top_k, m.vocab_size);
+  if (st.sample.top_k > m.vocab_size && ok(p, {"strata.sample.top_k", "strata.model.vocab_size"}))
+    p.mistake("strata.sample.top_k",
+              "strata.sample.top_k {} is more than strata.model.vocab_size {}", st.sample.top_k,
+              m.vocab_size);
 
-  const auto positive = [](const std::optional<std::uint64_t>& v, std::string_view key) {
-    if (v && *v == 0)
-      user_fail("config", "{} is 0; allowed: a positive size, or null for no cap", key);
+  const auto positive = [&](const std::optional<std::uint64_t>& v, std::string_view key) {
+    if (v && *v == 0 && ok(p, {key}))
+      p.mistake(std::string(key), "{} is 0; allowed: a positive size, or null for no cap", key);
   };
   positive(st.memory.device_limit, "strata.memory.device_limit");
   positive(st.memory.host_limit, "strata.memory.host_limit");
   positive(st.memory.nvme_limit, "strata.memory.nvme_limit");
 
   const CheckpointPolicy& ck = st.checkpoint;
-  if (ck.dir.empty()) {
+  if (ck.dir.empty() && ok(p, {"strata.checkpoint"})) {
     if (ck.interval > 0)
-      user_fail("config", "strata.checkpoint.interval is {} but strata.checkpoint.dir is not set",
+      p.mistake("strata.checkpoint.interval",
+                "strata.checkpoint.interval is {} but strata.checkpoint.dir is not set",
                 ck.interval);
     if (ck.save_total_limit > 0)
-      user_fail("config",
+      p.mistake("strata.checkpoint.save_total_limit",
                 "strata.checkpoint.save_total_limit is {} but strata.checkpoint.dir is not set",
                 ck.save_total_limit);
     if (ck.keep_every > 0)
-      user_fail("config", "strata.checkpoint.keep_every is {} but strata.checkpoint.dir is not set",
+      p.mistake("strata.checkpoint.keep_every",
+                "strata.checkpoint.keep_every is {} but strata.checkpoint.dir is not set",
                 ck.keep_every);
   }
 }
 
-void check_batch_given(const Config& c) {
+void check_batch_given(const Config& c, Problems& p, bool auto_given) {
+  if (!ok(p, {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"}))
+    return;
   const std::int64_t t = c.train_batch_size, m = c.train_micro_batch_size_per_gpu,
                      g = c.gradient_accumulation_steps;
-  if (t == 0 && m == 0)
-    user_fail("config",
-              "set train_batch_size or train_micro_batch_size_per_gpu (or both); "
-              "train_batch_size = train_micro_batch_size_per_gpu × gradient_accumulation_steps × "
-              "data-parallel size");
-  if (t && m && g && t % mul(m, g) != 0)
-    user_fail("config",
-              "train_batch_size {} is not a multiple of train_micro_batch_size_per_gpu {} × "
-              "gradient_accumulation_steps {} = {}, so no data-parallel size makes them agree",
-              t, m, g, mul(m, g));
+  if (t == 0 && m == 0) {
+    if (c.micro_batch_auto && can_plan_micro_batch()) return;  // resolve_batch plans it
+    if (auto_given)
+      p.add(ProblemKind::unresolved_auto, "train_micro_batch_size_per_gpu",
+            "train_micro_batch_size_per_gpu is \"auto\" and nothing determines it: add --set "
+            "train_micro_batch_size_per_gpu=8 (Hugging Face fills it from "
+            "--per_device_train_batch_size, default 8), or give train_batch_size (with "
+            "gradient_accumulation_steps); choosing it from a memory plan is not implemented yet");
+    else
+      p.mistake("train_micro_batch_size_per_gpu",
+                "set train_batch_size or train_micro_batch_size_per_gpu (or both); "
+                "train_batch_size = train_micro_batch_size_per_gpu × gradient_accumulation_steps "
+                "× data-parallel size");
+    return;
+  }
+  try {
+    if (t && m && g && t % mul(m, g) != 0)
+      p.mistake("train_batch_size",
+                "train_batch_size {} is not a multiple of train_micro_batch_size_per_gpu {} × "
+                "gradient_accumulation_steps {} = {}, so no data-parallel size makes them agree",
+                t, m, g, mul(m, g));
+  } catch (const UserError& e) {
+    p.mistake("train_batch_size", "{}", error_lines(e).front());
+  }
   if (t && m && !g && t % m != 0)
-    user_fail("config",
+    p.mistake("train_batch_size",
               "train_batch_size {} is not a multiple of train_micro_batch_size_per_gpu {}", t, m);
   if (t && g && !m && t % g != 0)
-    user_fail("config", "train_batch_size {} is not a multiple of gradient_accumulation_steps {}",
-              t, g);
+    p.mistake("train_batch_size",
+              "train_batch_size {} is not a multiple of gradient_accumulation_steps {}", t, g);
+}
+
+std::string unused_at_stage(std::string_view key, int stage) {
+  if (key == "zero_optimization.reduce_bucket_size" && stage >= 1)
+    return "from stage 1 on Strata reduce-scatters each unit's gradients in one call; the "
+           "bucket size applies to stage 0's all-reduce only";
+  if (key == "zero_optimization.reduce_scatter" && stage == 0)
+    return "stage 0 all-reduces gradients (DeepSpeed ignores it at stage 0 too)";
+  if ((key == "zero_optimization.allgather_partitions" ||
+       key == "zero_optimization.allgather_bucket_size") && (stage == 0 || stage == 3))
+    return "only stages 1 and 2 gather updated parameters after the step (DeepSpeed ignores it "
+           "at the other stages too)";
+  if (key.starts_with("zero_optimization.stage3_") && stage < 3)
+    return "it applies only at stage 3 (DeepSpeed ignores it below stage 3 too)";
+  return {};
 }
 
 void resolve_batch(Config& c, std::int64_t dp) {
   if (dp < 1) user_fail("config", "the data-parallel size is {}; it must be at least 1", dp);
-  check_batch_given(c);
+  if (c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 && c.micro_batch_auto) {
+    if (const auto planned = plan_micro_batch(c, dp)) c.train_micro_batch_size_per_gpu = *planned;
+  }
+  Problems given;
+  check_batch_given(c, given, c.micro_batch_auto);
+  given.raise_if_any("");
   std::int64_t& t = c.train_batch_size;
   std::int64_t& m = c.train_micro_batch_size_per_gpu;
   std::int64_t& g = c.gradient_accumulation_steps;

@@ -48,8 +48,8 @@ void check_json_limits(std::string_view text, std::string_view source, const std
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > limits.max_depth)
-        user_fail(tag, "{}:{}: JSON nested more than {} levels deep; a config needs a few", source,
-                  text_position(text, i), limits.max_depth);
+        user_fail(tag, "{}:{}: JSON nested more than {} levels deep (Strata's inputs need a few)",
+                  source, text_position(text, i), limits.max_depth);
     } else if (c == ']' || c == '}') {
       if (depth > 0) --depth;
     } else if (c == '-' || (c >= '0' && c <= '9')) {

@@ -50,12 +50,18 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   bool is_contiguous() const;
 
-  // Pointer to the first element (typed access checks the dtype).
+  // Address of the first element, on the tensor's device (a backend's kernels take it; host
+  // code must not dereference it unless device().is_cpu()).
   void* raw() const;
+  // Typed host access: checks the dtype, and throws for a tensor that does not live in host
+  // memory (copy it to the cpu device first).
   template <typename T>
   T* data() const {
     STRATA_CHECK(DTypeOf<T>::value == dtype_, "core", "tensor holds {}, accessed as {}",
                  dtype_name(dtype_), dtype_name(DTypeOf<T>::value));
+    STRATA_CHECK(device().is_cpu(), "core",
+                 "data<{}>() of a tensor on {}: its memory is not addressable from the host; copy "
+                 "it to the cpu device first", dtype_name(dtype_), device().str());
     return static_cast<T*>(raw());
   }
 

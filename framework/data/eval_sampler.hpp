@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "framework/data/token_file.hpp"
+#include "framework/data/sampler.hpp"
 
 namespace strata::data {
 
@@ -21,17 +21,13 @@ class EvalSampler {
   // steps() times per pass (some ranks may get 0 real rows on the last call).
   int next(std::int32_t* inputs, std::int32_t* targets);
 
-  bool done() const { return position_ >= windows_; }  // the same on every rank
-  std::uint64_t steps() const;                         // calls per pass
+  bool done() const { return position_ >= w_.windows; }  // the same on every rank
+  std::uint64_t steps() const;                           // calls per pass
   void reset() { position_ = 0; }
-  std::uint64_t position() const { return position_; }
-  void set_position(std::uint64_t p);
-  std::uint64_t windows() const { return windows_; }
+  std::uint64_t windows() const { return w_.windows; }
 
  private:
-  const TokenFile* file_;
-  int seq_len_, micro_, dp_size_, dp_rank_;
-  std::uint64_t windows_;
+  WindowedFile w_;
   std::uint64_t position_ = 0;
 };
 

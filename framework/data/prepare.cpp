@@ -48,6 +48,9 @@ PrepareResult prepare_corpus(const PrepareOptions& o) {
     user_fail("data", "validation fraction {} is not in [0, 1)", o.val_fraction);
   }
   if (o.output_prefix.empty()) user_fail("data", "no output prefix given");
+  if (!o.tokenizer.empty()) return prepare_corpus_bpe(o);
+  if (!o.vocab_path.empty() || !o.merges_path.empty())
+    user_fail("data", "vocab.json and merges.txt belong to a tokenizer: add --tokenizer gpt2");
   std::uint32_t in_bytes = 1;
   std::uint64_t vocab = 256;
   if (o.tokenized_dtype.empty()) {

@@ -1,5 +1,6 @@
-// prepare_corpus: turns text files (byte-level tokens, vocabulary 256) or raw token arrays into
-// a train and a validation token file, deterministically and without loading the corpus whole.
+// prepare_corpus: turns text files (byte-level tokens, vocabulary 256, or GPT-2's byte-level BPE)
+// or raw token arrays into a train and a validation token file, deterministically and without
+// loading the corpus whole.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,10 @@ struct PrepareOptions {
   // already tokenised little-endian arrays with tokens < vocab_size.
   std::string tokenized_dtype;
   std::uint64_t vocab_size = 0;  // required with tokenized_dtype; 0 or 256 for text
+  // "gpt2": text is tokenised with GPT-2's byte-level BPE from these files (bpe.hpp); the
+  // vocabulary size is vocab.json's.
+  std::string tokenizer;
+  std::string vocab_path, merges_path;
 };
 
 struct PrepareResult {
@@ -29,6 +34,11 @@ struct PrepareResult {
 // Concatenates the input files in sorted order (nothing inserted between files), puts the first
 // N - floor(N * val_fraction) tokens in the train file and the rest in the validation file.
 // Both files are written under temporary names and renamed when complete. Throws UserError("data").
+// With a BPE tokenizer the concatenated text is tokenised as one text (into a temporary u32 file
+// beside the outputs, <prefix>.bpe.tmp, removed afterwards) and then split the same way.
 PrepareResult prepare_corpus(const PrepareOptions& options);
+
+// prepare_corpus for options.tokenizer == "gpt2" (prepare_bpe.cpp).
+PrepareResult prepare_corpus_bpe(const PrepareOptions& options);
 
 }  // namespace strata::data

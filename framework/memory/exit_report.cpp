@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "framework/core/error.hpp"
@@ -52,9 +53,16 @@ std::string bounded_message(std::string_view text, std::size_t max_line, std::si
 int report_fatal(std::string_view program, const std::exception& e) {
   std::fflush(stdout);
   const bool ours = dynamic_cast<const Error*>(&e) != nullptr;
-  const std::string text =
-      fmt::format("{}: {}{}", program, ours ? "" : "internal error: ", bounded_message(e.what()));
-  std::fprintf(stderr, "%s\n", text.c_str());
+  // One line per problem (a config error lists each), every line prefixed with the program.
+  const std::string message = bounded_message(e.what());
+  std::string text;
+  for (std::size_t at = 0; at <= message.size();) {
+    const std::size_t nl = std::min(message.find('\n', at), message.size());
+    text += fmt::format("{}: {}{}\n", program, at == 0 && !ours ? "internal error: " : "",
+                        std::string_view(message).substr(at, nl - at));
+    at = nl + 1;
+  }
+  std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
   return exit_status_for(e);
 }

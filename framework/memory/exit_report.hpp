@@ -21,7 +21,8 @@ std::string bounded_message(std::string_view text, std::size_t max_line = 512,
                             std::size_t max_lines = 40);
 
 // Writes "<program>: <message>" (or "<program>: internal error: <what>" for an exception that is
-// not a strata::Error) to stderr, bounded, after flushing stdout; returns exit_status_for(e).
+// not a strata::Error) to stderr, bounded, each line of a message of several (a config's
+// problems) prefixed alike, after flushing stdout; returns exit_status_for(e).
 int report_fatal(std::string_view program, const std::exception& e);
 
 }  // namespace strata

@@ -21,8 +21,6 @@ struct MemorySnapshot {
   std::array<std::uint64_t, kNumTiers> tier_current{};
   std::array<std::uint64_t, kNumTiers> tier_peak{};  // peak of the tier's total
   std::array<std::optional<std::uint64_t>, kNumTiers> cap{};
-  std::uint64_t current_of(Tier t, Category c) const { return current[int(t)][int(c)]; }
-  std::uint64_t peak_of(Tier t, Category c) const { return peak[int(t)][int(c)]; }
 };
 
 // What was asked for when a cap was exceeded; given to the advisor.
@@ -87,6 +85,8 @@ class LedgerCharge {
   LedgerCharge& operator=(LedgerCharge&& o) noexcept;
   ~LedgerCharge();
   void reset();
+  // The ledger charged (nullptr when nothing is).
+  MemoryLedger* ledger() const { return ledger_; }
 
  private:
   MemoryLedger* ledger_ = nullptr;

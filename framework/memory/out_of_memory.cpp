@@ -61,7 +61,7 @@ std::vector<std::string> default_oom_advice(const OomContext& c) {
                   "(bf16.enabled or fp16.enabled), or offload them with "
                   "zero_optimization.offload_param.device = \"cpu\" or \"nvme\"");
     if (big(Category::comm))
-      a.push_back("lower zero_optimization.reduce_bucket_size / allgather_bucket_size");
+      a.push_back("lower zero_optimization.reduce_bucket_size");
     a.push_back(fmt::format("or give the device tier at least {} (strata.memory.device_limit, "
                             "--device-memory)", format_bytes(total)));
   } else if (c.tier == Tier::host) {

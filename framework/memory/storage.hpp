@@ -31,6 +31,8 @@ class Storage {
   Device device() const { return device_; }
   Tier tier() const { return tier_; }
   Category category() const { return category_; }
+  // The ledger this storage is charged to (nullptr for wrapped memory).
+  MemoryLedger* ledger() const { return charge_.ledger(); }
 
  private:
   Storage() = default;

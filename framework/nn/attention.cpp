@@ -1,6 +1,6 @@
 #include "framework/nn/attention.hpp"
 
-#include "framework/backend/cpu/kernels.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::nn {
 
@@ -20,32 +20,23 @@ CausalSelfAttention::CausalSelfAttention(std::string prefix, int n_embd, int n_h
 Tensor CausalSelfAttention::forward(Context& ctx, const Tensor& x, int B, int T) {
   Tensor qkv = c_attn.forward(ctx, x);
   Tensor out = ctx.act(Shape{static_cast<std::int64_t>(B) * T, C_});
-  Tensor lse = ctx.act(Shape{B, NH_, T});
-  cpu::attention_forward(qkv.data<float>(), out.data<float>(), lse.data<float>(), B, T, C_, NH_);
-  if (ctx.grad_enabled) {
-    qkv_ = qkv;
-    out_ = out;
-    lse_ = lse;
-    B_ = B;
-    T_ = T;
-  }
+  Tensor lse = ctx.act(Shape{B, NH_, T}, DType::f32);
+  ops::attention_forward(qkv.view(Shape{B, T, 3 * C_}), out, lse, NH_);
+  save(ctx, {qkv, out, lse}, {B, T});
   return c_proj.forward(ctx, out);
 }
 
 Tensor CausalSelfAttention::backward(Context& ctx, const Tensor& dy) {
-  STRATA_CHECK(qkv_.defined(), "nn", "{}: backward without a saved forward", prefix());
+  auto s = restore(ctx);
+  const Tensor qkv = std::move(s.tensors[0]), out = std::move(s.tensors[1]);
+  const Tensor lse = std::move(s.tensors[2]);
+  const std::int64_t B = s.ints[0], T = s.ints[1];
+  s = {};
   Tensor dout = c_proj.backward(ctx, dy);
-  Tensor dqkv = ctx.act(qkv_.shape());
-  cpu::attention_backward(qkv_.data<float>(), out_.data<float>(), lse_.data<float>(),
-                          dout.data<float>(), dqkv.data<float>(), B_, T_, C_, NH_);
-  dout = {};
-  qkv_ = out_ = lse_ = {};
+  Tensor dqkv = ctx.act(qkv.shape());
+  ops::attention_backward(qkv.view(Shape{B, T, 3 * C_}), out, lse, dout, dqkv, NH_);
   return c_attn.backward(ctx, dqkv);
 }
 
-void CausalSelfAttention::clear_saved() {
-  qkv_ = out_ = lse_ = {};
-  Module::clear_saved();
-}
 
 }  // namespace strata::nn

@@ -13,13 +13,11 @@ class CausalSelfAttention : public Module {
   // x: [B*T, C] → [B*T, C]
   Tensor forward(Context& ctx, const Tensor& x, int B, int T);
   Tensor backward(Context& ctx, const Tensor& dy);
-  void clear_saved() override;
 
   Linear c_attn, c_proj;
 
  private:
-  int C_, NH_, B_ = 0, T_ = 0;
-  Tensor qkv_, out_, lse_;
+  int C_, NH_;
 };
 
 }  // namespace strata::nn

@@ -1,6 +1,6 @@
 #include "framework/nn/block.hpp"
 
-#include "framework/backend/cpu/kernels.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::nn {
 
@@ -16,28 +16,24 @@ Block::Block(std::string prefix, int n_embd, int n_head, float init_std, float p
   add_child(mlp);
 }
 
-Tensor Block::run_forward(Context& ctx, const Tensor& x) {
-  const auto n = static_cast<std::size_t>(x.numel());
-  Tensor a = attn.forward(ctx, ln_1.forward(ctx, x), B_, T_);
+Tensor Block::run_forward(Context& ctx, const Tensor& x, int B, int T) {
+  Tensor a = attn.forward(ctx, ln_1.forward(ctx, x), B, T);
   Tensor x1 = ctx.act(x.shape());
-  cpu::add(x.data<float>(), a.data<float>(), x1.data<float>(), n);
+  ops::add(x, a, x1);
   a = {};
   Tensor m = mlp.forward(ctx, ln_2.forward(ctx, x1));
-  cpu::add_inplace(m.data<float>(), x1.data<float>(), n);  // m becomes x2 = x1 + mlp(...)
+  ops::add_inplace(m, x1);  // m becomes x2 = x1 + mlp(...)
   return m;
 }
 
 Tensor Block::forward(Context& ctx, const Tensor& x, int B, int T) {
-  B_ = B;
-  T_ = T;
-  if (!ctx.grad_enabled) return run_forward(ctx, x);
-  x_ = x;
-  if (!checkpoint_) return run_forward(ctx, x);
-  // Checkpointing: run without saving anything; backward recomputes.
+  if (!ctx.grad_enabled || !checkpoint_) return run_forward(ctx, x, B, T);
+  // Checkpointing: keep only the input; run without saving anything; backward recomputes.
+  save(ctx, {x}, {B, T});
   ctx.grad_enabled = false;
   Tensor y;
   try {
-    y = run_forward(ctx, x);
+    y = run_forward(ctx, x, B, T);
   } catch (...) {
     ctx.grad_enabled = true;
     throw;
@@ -47,22 +43,17 @@ Tensor Block::forward(Context& ctx, const Tensor& x, int B, int T) {
 }
 
 Tensor Block::backward(Context& ctx, const Tensor& dy) {
-  STRATA_CHECK(x_.defined(), "nn", "{}: backward without a saved forward", prefix());
-  if (checkpoint_) run_forward(ctx, x_);  // recompute, saving this time
-  const auto n = static_cast<std::size_t>(dy.numel());
+  if (checkpoint_) {  // recompute, saving this time
+    const auto s = restore(ctx);
+    run_forward(ctx, s.tensors[0], static_cast<int>(s.ints[0]), static_cast<int>(s.ints[1]));
+  }
   // x2 = x1 + mlp(ln_2(x1))  →  dx1 = dy + ln_2'(mlp'(dy))
   Tensor dx1 = ln_2.backward(ctx, mlp.backward(ctx, dy));
-  cpu::add_inplace(dx1.data<float>(), dy.data<float>(), n);
+  ops::add_inplace(dx1, dy);
   // x1 = x + attn(ln_1(x))   →  dx = dx1 + ln_1'(attn'(dx1))
   Tensor dx = ln_1.backward(ctx, attn.backward(ctx, dx1));
-  cpu::add_inplace(dx.data<float>(), dx1.data<float>(), n);
-  x_ = {};
+  ops::add_inplace(dx, dx1);
   return dx;
-}
-
-void Block::clear_saved() {
-  x_ = {};
-  Module::clear_saved();
 }
 
 }  // namespace strata::nn

@@ -14,7 +14,6 @@ class Block : public Module {
   Block(std::string prefix, int n_embd, int n_head, float init_std, float proj_std);
   Tensor forward(Context& ctx, const Tensor& x, int B, int T);
   Tensor backward(Context& ctx, const Tensor& dy);
-  void clear_saved() override;
   void set_checkpointing(bool on) { checkpoint_ = on; }
 
   LayerNorm ln_1;
@@ -23,10 +22,8 @@ class Block : public Module {
   Mlp mlp;
 
  private:
-  Tensor run_forward(Context& ctx, const Tensor& x);
+  Tensor run_forward(Context& ctx, const Tensor& x, int B, int T);
   bool checkpoint_ = false;
-  int B_ = 0, T_ = 0;
-  Tensor x_;  // block input, kept for recomputation
 };
 
 }  // namespace strata::nn

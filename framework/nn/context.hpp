@@ -3,7 +3,10 @@
 // each parameter unit (ZeRO-3 gathers, gradient-bucket reduction).
 #pragma once
 
+#include <memory>
+
 #include "framework/core/tensor.hpp"
+#include "framework/nn/saved.hpp"
 
 namespace strata::nn {
 
@@ -21,10 +24,17 @@ class UnitHooks {
 struct Context {
   TensorOptions activations{Device::cpu(), Tier::device, Category::activations, nullptr};
   TensorOptions workspace{Device::cpu(), Tier::device, Category::workspace, nullptr};
+  // The dtype of activations and activation gradients: f32, or the 16-bit compute dtype with
+  // mixed precision (kernels accumulate in f32 either way).
+  DType act_dtype = DType::f32;
   UnitHooks* hooks = nullptr;
   bool grad_enabled = true;  // false: evaluation, nothing is saved for backward
+  // Where forward keeps what backward needs (one micro-batch's; copies of a Context share it).
+  std::shared_ptr<SavedState> saved = std::make_shared<SavedState>();
 
-  Tensor act(const Shape& s, DType t = DType::f32) const { return Tensor::empty(s, t, activations); }
+  // An activation in act_dtype, or in `t` for what must stay f32 (statistics, log-sum-exps).
+  Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype, activations); }
+  Tensor act(const Shape& s, DType t) const { return Tensor::empty(s, t, activations); }
   Tensor scratch(const Shape& s, DType t = DType::f32) const { return Tensor::empty(s, t, workspace); }
   void before_forward(int u) { if (hooks) hooks->before_forward(u); }
   void after_forward(int u) { if (hooks) hooks->after_forward(u); }

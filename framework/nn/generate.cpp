@@ -35,8 +35,9 @@ std::vector<std::int32_t> generate(Gpt& model, Context& ctx, std::vector<std::in
   for (int i = 0; i < opts.max_new_tokens; ++i) {
     const int T = static_cast<int>(std::min<std::size_t>(seq.size(), W));
     const std::int32_t* window = seq.data() + (seq.size() - T);
-    Tensor logits = model.logits(ctx, window, 1, T);
-    const std::int32_t t = sample_token(logits.data<float>() + static_cast<std::size_t>(T - 1) * V, V, opts, rng);
+    // The last position's logits as f32 (activations may be 16-bit).
+    const std::vector<float> last = model.logits(ctx, window, 1, T).slice(0, T - 1, T).to_vector();
+    const std::int32_t t = sample_token(last.data(), V, opts, rng);
     seq.push_back(t);
     out.push_back(t);
   }

@@ -2,10 +2,23 @@
 
 #include <cmath>
 
-#include "framework/backend/cpu/kernels.hpp"
-#include "framework/nn/param_access.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::nn {
+
+namespace {
+
+// A host tensor over caller-owned i32 data [B, T] (nothing copied, nothing charged).
+Tensor wrap_i32(const std::int32_t* p, int B, int T) {
+  const auto n = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
+  return Tensor(Storage::wrap(const_cast<std::int32_t*>(p), n * sizeof(std::int32_t), Device::cpu()),
+                DType::i32, Shape{B, T}, {T, 1});
+}
+
+// A copy kept for backward (the caller's batch buffers are refilled for the next micro-batch).
+Tensor saved_copy(const Context& ctx, const Tensor& t) { return t.clone(ctx.activations); }
+
+}  // namespace
 
 std::int64_t GptConfig::num_parameters() const {
   const std::int64_t C = n_embd, L = n_layer;
@@ -15,7 +28,7 @@ std::int64_t GptConfig::num_parameters() const {
          L * per_block + 2 * C;
 }
 
-Gpt::Gpt(const GptConfig& cfg) : Module(""), cfg_(cfg), ln_f_("transformer.ln_f", cfg.n_embd) {
+Gpt::Gpt(const GptConfig& cfg) : Model(""), cfg_(cfg), ln_f_("transformer.ln_f", cfg.n_embd) {
   STRATA_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_embd > 0 &&
                    cfg.n_head > 0,
                "nn", "invalid GPT shape (vocab {}, block {}, layers {}, embd {}, heads {})",
@@ -40,29 +53,45 @@ std::vector<std::vector<Parameter*>> Gpt::units() {
   return u;
 }
 
+std::vector<UnitUse> Gpt::unit_schedule() const {
+  const int last = cfg_.n_layer + 1;
+  std::vector<UnitUse> s;
+  for (int u = 0; u <= last; ++u) s.push_back({false, u});
+  s.push_back({false, 0});  // the tied head
+  s.push_back({true, 0});   // the head's backward
+  for (int u = last; u >= 1; --u) s.push_back({true, u});
+  return s;
+}
+
+std::vector<BatchField> Gpt::batch_fields(int micro_batch) const {
+  const Shape s{micro_batch, cfg_.block_size};
+  return {{"tokens", s, DType::i32}, {"targets", s, DType::i32}};
+}
+
 void Gpt::set_checkpointing(bool on) {
   for (auto& b : blocks_) b->set_checkpointing(on);
 }
 
-Tensor Gpt::trunk(Context& ctx, const std::int32_t* tokens, int B, int T) {
+Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
+  STRATA_CHECK(tokens.rank() == 2 && tokens.dtype() == DType::i32, "nn",
+               "GPT tokens must be i32 [B, T], got {} {}", dtype_name(tokens.dtype()),
+               tokens.shape().str());
+  const std::int64_t T = tokens.dim(1), N = tokens.numel();
   STRATA_CHECK(T >= 1 && T <= cfg_.block_size, "nn", "sequence length {} exceeds block_size {}", T,
                cfg_.block_size);
-  const std::int64_t N = static_cast<std::int64_t>(B) * T;
+  const std::int32_t* tok = tokens.data<std::int32_t>();
   for (std::int64_t i = 0; i < N; ++i)
-    STRATA_CHECK(tokens[i] >= 0 && tokens[i] < cfg_.vocab_size, "nn",
-                 "token {} at position {} is outside the vocabulary [0, {})", tokens[i], i,
+    STRATA_CHECK(tok[i] >= 0 && tok[i] < cfg_.vocab_size, "nn",
+                 "token {} at position {} is outside the vocabulary [0, {})", tok[i], i,
                  cfg_.vocab_size);
-  const int C = cfg_.n_embd;
   ctx.before_forward(0);
-  Tensor x = ctx.act(Shape{N, C});
-  {
-    F32Value wte(ctx, *wte_), wpe(ctx, *wpe_);
-    cpu::embedding_forward(tokens, wte.get(), wpe.get(), x.data<float>(), B, T, C);
-  }
+  Tensor x = ctx.act(Shape{N, cfg_.n_embd});
+  ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x);
   ctx.after_forward(0);
+  const int B = static_cast<int>(tokens.dim(0));
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     ctx.before_forward(static_cast<int>(l) + 1);
-    x = blocks_[l]->forward(ctx, x, B, T);
+    x = blocks_[l]->forward(ctx, x, B, static_cast<int>(T));
     ctx.after_forward(static_cast<int>(l) + 1);
   }
   const int last = cfg_.n_layer + 1;
@@ -72,51 +101,53 @@ Tensor Gpt::trunk(Context& ctx, const std::int32_t* tokens, int B, int T) {
   return xf;
 }
 
+double Gpt::forward(Context& ctx, const Batch& batch) {
+  return forward(ctx, batch["tokens"], batch["targets"]);
+}
+
 double Gpt::forward(Context& ctx, const std::int32_t* tokens, const std::int32_t* targets, int B,
                     int T) {
-  Tensor xf = trunk(ctx, tokens, B, T);
-  const int N = B * T, C = cfg_.n_embd, V = cfg_.vocab_size;
+  return forward(ctx, wrap_i32(tokens, B, T), wrap_i32(targets, B, T));
+}
+
+double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
+  STRATA_CHECK(targets.shape() == tokens.shape() && targets.dtype() == DType::i32, "nn",
+               "GPT targets {} {} do not match tokens {}", dtype_name(targets.dtype()),
+               targets.shape().str(), tokens.shape().str());
+  Tensor xf = trunk(ctx, tokens);
+  const std::int64_t N = tokens.numel();
+  const Tensor tgt = targets.view(Shape{N});
   ctx.before_forward(0);  // the head uses the tied token embedding
-  Tensor logits = ctx.act(Shape{N, V});
-  {
-    F32Value wte(ctx, *wte_);
-    cpu::matmul(xf.data<float>(), wte.get(), logits.data<float>(), N, V, C, false, true);
-  }
+  Tensor logits = ctx.act(Shape{N, cfg_.vocab_size});
+  ops::matmul(xf, value_of(*wte_), logits, false, true);
   ctx.after_forward(0);
-  Tensor lse = ctx.act(Shape{N});
-  const double sum = cpu::cross_entropy_forward(logits.data<float>(), targets, lse.data<float>(), N, V);
+  Tensor lse = ctx.act(Shape{N}, DType::f32);
+  const double sum = ops::cross_entropy_forward(logits, tgt, lse);
   std::int64_t valid = 0;
-  for (int i = 0; i < N; ++i) valid += targets[i] >= 0;
-  if (ctx.grad_enabled) {
-    B_ = B;
-    T_ = T;
-    n_valid_ = valid;
-    tokens_.assign(tokens, tokens + N);
-    targets_.assign(targets, targets + N);
-    xf_ = xf;
-    logits_ = logits;
-    lse_ = lse;
-  }
+  const std::int32_t* t = tgt.data<std::int32_t>();
+  for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
+  // Kept for backward: the tokens and targets (the batch buffers are refilled for the next
+  // micro-batch), the head's input, the logits (backward turns them into their gradient in
+  // place) and their log-sum-exps.
+  save(ctx, {saved_copy(ctx, tokens), saved_copy(ctx, tgt), xf, logits, lse}, {valid});
   return valid > 0 ? sum / static_cast<double>(valid) : 0.0;
 }
 
 void Gpt::backward(Context& ctx, float scale) {
-  STRATA_CHECK(logits_.defined(), "nn", "GPT backward without a saved forward");
-  const int N = B_ * T_, C = cfg_.n_embd, V = cfg_.vocab_size;
+  auto s = restore(ctx);
+  const Tensor tokens = std::move(s.tensors[0]), targets = std::move(s.tensors[1]);
+  Tensor xf = std::move(s.tensors[2]), logits = std::move(s.tensors[3]), lse = std::move(s.tensors[4]);
+  const std::int64_t n_valid = s.ints[0], N = tokens.numel();
+  s = {};
   const int last = cfg_.n_layer + 1;
-  const float s = n_valid_ > 0 ? scale / static_cast<float>(n_valid_) : 0.0f;
+  const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
   // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
-  cpu::cross_entropy_backward(logits_.data<float>(), lse_.data<float>(), targets_.data(),
-                              logits_.data<float>(), N, V, s);
-  Tensor dx = ctx.act(Shape{N, C});
+  ops::cross_entropy_backward(logits, lse, targets, logits, sc);
+  Tensor dx = ctx.act(Shape{N, cfg_.n_embd});
   ctx.before_backward(0);
-  {
-    F32Value wte(ctx, *wte_);
-    F32Grad dwte(ctx, *wte_);
-    cpu::matmul(logits_.data<float>(), wte.get(), dx.data<float>(), N, C, V, false, false);
-    cpu::matmul(logits_.data<float>(), xf_.data<float>(), dwte.get(), V, C, N, true, false, 1.0f, 1.0f);
-  }
-  logits_ = lse_ = xf_ = {};
+  ops::matmul(logits, value_of(*wte_), dx, false, false);
+  ops::matmul(logits, xf, grad_of(*wte_), true, false, 1.0f, 1.0f);
+  logits = lse = xf = {};
   ctx.before_backward(last);
   dx = ln_f_.backward(ctx, dx);
   ctx.after_backward(last);
@@ -125,28 +156,27 @@ void Gpt::backward(Context& ctx, float scale) {
     dx = blocks_[l]->backward(ctx, dx);
     ctx.after_backward(static_cast<int>(l) + 1);
   }
-  {
-    F32Grad dwte(ctx, *wte_), dwpe(ctx, *wpe_);
-    cpu::embedding_backward(tokens_.data(), dx.data<float>(), dwte.get(), dwpe.get(), B_, T_, C);
-  }
+  ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_));
   ctx.after_backward(0);
 }
 
 Tensor Gpt::logits(Context& ctx, const std::int32_t* tokens, int B, int T) {
   const bool saved = ctx.grad_enabled;
   ctx.grad_enabled = false;
-  Tensor xf = trunk(ctx, tokens, B, T);
+  Tensor xf;
+  try {
+    xf = trunk(ctx, wrap_i32(tokens, B, T));
+  } catch (...) {
+    ctx.grad_enabled = saved;
+    throw;
+  }
   ctx.grad_enabled = saved;
-  const int N = B * T, C = cfg_.n_embd, V = cfg_.vocab_size;
-  Tensor out = ctx.act(Shape{N, V});
-  F32Value wte(ctx, *wte_);
-  cpu::matmul(xf.data<float>(), wte.get(), out.data<float>(), N, V, C, false, true);
+  ctx.before_forward(0);
+  Tensor out = ctx.act(Shape{static_cast<std::int64_t>(B) * T, cfg_.vocab_size});
+  ops::matmul(xf, value_of(*wte_), out, false, true);
+  ctx.after_forward(0);
   return out;
 }
 
-void Gpt::clear_saved() {
-  xf_ = logits_ = lse_ = {};
-  Module::clear_saved();
-}
 
 }  // namespace strata::nn

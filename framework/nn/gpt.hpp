@@ -1,6 +1,7 @@
 // GPT-2: token + learned position embeddings, L pre-LN blocks, final LayerNorm, LM head tied to
 // the token embedding. Parameter names and layouts are nanoGPT's, so weights move to and from
 // PyTorch unchanged. Parameters are grouped into units: 0 = embeddings, 1..L = blocks, L+1 = ln_f.
+// A micro-batch is "tokens" and "targets", i32 [B, block_size] (targets < 0 are ignored).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "framework/nn/block.hpp"
+#include "framework/nn/model.hpp"
 
 namespace strata::nn {
 
@@ -20,40 +22,39 @@ struct GptConfig {
   std::int64_t num_parameters() const;  // with the tied head counted once
 };
 
-class Gpt : public Module {
+class Gpt : public Model {
  public:
   explicit Gpt(const GptConfig& cfg);
 
   const GptConfig& config() const { return cfg_; }
   // Parameters grouped by unit (see above), in a fixed order.
-  std::vector<std::vector<Parameter*>> units();
-  void set_checkpointing(bool on);
+  std::vector<std::vector<Parameter*>> units() override;
+  // Forward: 0 (embeddings), 1..L, L+1, then 0 again (the tied head); backward: 0 (head), L+1,
+  // L..1 (unit 0's gradient is complete only after the embedding backward, at the very end).
+  std::vector<UnitUse> unit_schedule() const override;
+  std::vector<BatchField> batch_fields(int micro_batch) const override;
+  void set_checkpointing(bool on) override;
 
-  // Forward pass over tokens/targets [B, T] (targets < 0 are ignored). Returns the mean loss over
-  // the valid targets; with ctx.grad_enabled, saves what backward needs.
+  // Mean loss over the valid targets of batch["tokens"], batch["targets"] (i32 [B, T], T <=
+  // block_size); with ctx.grad_enabled, saves what backward needs.
+  double forward(Context& ctx, const Batch& batch) override;
+  // The same on host arrays tokens/targets [B, T].
   double forward(Context& ctx, const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
   // Backward from the last forward: d(mean loss) scaled by `scale` (e.g. loss scale / accumulation
   // steps) is propagated and parameter gradients are accumulated.
-  void backward(Context& ctx, float scale);
+  void backward(Context& ctx, float scale) override;
   // Logits [B*T, V] for tokens [B, T], nothing saved (evaluation, sampling).
   Tensor logits(Context& ctx, const std::int32_t* tokens, int B, int T);
-  std::int64_t last_valid_targets() const { return n_valid_; }
-
-  void clear_saved() override;
 
  private:
-  Tensor trunk(Context& ctx, const std::int32_t* tokens, int B, int T);  // → ln_f output [N, C]
+  double forward(Context& ctx, const Tensor& tokens, const Tensor& targets);
+  Tensor trunk(Context& ctx, const Tensor& tokens);  // → ln_f output [N, C]
 
   GptConfig cfg_;
   Parameter* wte_;
   Parameter* wpe_;
   std::vector<std::unique_ptr<Block>> blocks_;
   LayerNorm ln_f_;
-  // saved for backward
-  int B_ = 0, T_ = 0;
-  std::int64_t n_valid_ = 0;
-  std::vector<std::int32_t> tokens_, targets_;
-  Tensor xf_, logits_, lse_;
 };
 
 }  // namespace strata::nn

@@ -11,14 +11,12 @@ class LayerNorm : public Module {
   LayerNorm(std::string prefix, int dim, float eps = 1e-5f);
   Tensor forward(Context& ctx, const Tensor& x);  // [N, C] → [N, C]
   Tensor backward(Context& ctx, const Tensor& dy);
-  void clear_saved() override { x_ = mean_ = rstd_ = {}; }
 
  private:
   int dim_;
   float eps_;
   Parameter* w_;
   Parameter* b_;
-  Tensor x_, mean_, rstd_;
 };
 
 }  // namespace strata::nn

@@ -8,18 +8,16 @@ namespace strata::nn {
 class Linear : public Module {
  public:
   Linear(std::string prefix, int in, int out, bool bias, float init_std);
-  // x: [N, in] f32 contiguous → [N, out].
+  // x: [N, in] contiguous (f32 or 16-bit) → [N, out] in the context's activation dtype.
   Tensor forward(Context& ctx, const Tensor& x);
   // dy: [N, out] → dx [N, in] (undefined if !need_dx). Accumulates into W.grad, b.grad.
   Tensor backward(Context& ctx, const Tensor& dy, bool need_dx = true);
-  void clear_saved() override { x_ = {}; }
   Parameter& weight() { return *w_; }
 
  private:
   int in_, out_;
   Parameter* w_;
   Parameter* b_ = nullptr;
-  Tensor x_;
 };
 
 }  // namespace strata::nn

@@ -1,6 +1,6 @@
 #include "framework/nn/mlp.hpp"
 
-#include "framework/backend/cpu/kernels.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::nn {
 
@@ -15,24 +15,17 @@ Mlp::Mlp(std::string prefix, int n_embd, float init_std, float proj_std)
 Tensor Mlp::forward(Context& ctx, const Tensor& x) {
   Tensor h = c_fc.forward(ctx, x);
   Tensor g = ctx.act(h.shape());
-  cpu::gelu_forward(h.data<float>(), g.data<float>(), static_cast<std::size_t>(h.numel()));
-  if (ctx.grad_enabled) pre_ = h;
+  ops::gelu_forward(h, g);
+  save(ctx, {h});  // the GELU's input
   return c_proj.forward(ctx, g);
 }
 
 Tensor Mlp::backward(Context& ctx, const Tensor& dy) {
-  STRATA_CHECK(pre_.defined(), "nn", "{}: backward without a saved forward", prefix());
+  const Tensor pre = restore(ctx).tensors[0];
   Tensor dg = c_proj.backward(ctx, dy);
   // dh overwrites dg in place: gelu_backward reads dg[i] before writing dx[i].
-  cpu::gelu_backward(pre_.data<float>(), dg.data<float>(), dg.data<float>(),
-                     static_cast<std::size_t>(dg.numel()));
-  pre_ = {};
+  ops::gelu_backward(pre, dg, dg);
   return c_fc.backward(ctx, dg);
-}
-
-void Mlp::clear_saved() {
-  pre_ = {};
-  Module::clear_saved();
 }
 
 }  // namespace strata::nn

@@ -11,12 +11,8 @@ class Mlp : public Module {
   Mlp(std::string prefix, int n_embd, float init_std, float proj_std);
   Tensor forward(Context& ctx, const Tensor& x);
   Tensor backward(Context& ctx, const Tensor& dy);
-  void clear_saved() override;
 
   Linear c_fc, c_proj;
-
- private:
-  Tensor pre_;  // c_fc output, input of the GELU
 };
 
 }  // namespace strata::nn

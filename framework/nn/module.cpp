@@ -12,6 +12,15 @@ std::vector<Parameter*> Module::parameters() {
   return out;
 }
 
+void Module::save(Context& ctx, std::vector<Tensor> tensors, std::vector<std::int64_t> ints) const {
+  if (!ctx.grad_enabled) return;
+  ctx.saved->put(this, SavedState::Entry{std::move(tensors), std::move(ints)});
+}
+
+SavedState::Entry Module::restore(Context& ctx) const {
+  return ctx.saved->take(this, prefix_.empty() ? std::string_view("model") : std::string_view(prefix_));
+}
+
 Parameter& Module::declare(const std::string& local_name, Shape shape, Init init, bool decay) {
   auto p = std::make_unique<Parameter>();
   p->name = child_name(local_name);

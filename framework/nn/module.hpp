@@ -1,5 +1,6 @@
 // Module: a layer with explicit forward/backward that declares its parameters (and children's)
-// under dotted global names. The backward rule of each layer sits next to its forward.
+// under dotted global names. The backward rule of each layer sits next to its forward; what
+// forward keeps for it goes into the context's SavedState, never into members.
 #pragma once
 
 #include <memory>
@@ -21,10 +22,6 @@ class Module {
   const std::string& prefix() const { return prefix_; }
   // This module's parameters and its children's, in declaration order.
   std::vector<Parameter*> parameters();
-  // Drops everything saved for backward (activation checkpointing, end of step).
-  virtual void clear_saved() {
-    for (auto* c : children_) c->clear_saved();
-  }
 
  protected:
   Parameter& declare(const std::string& local_name, Shape shape, Init init, bool decay);
@@ -32,6 +29,11 @@ class Module {
   std::string child_name(const std::string& local) const {
     return prefix_.empty() ? local : prefix_ + "." + local;
   }
+  // Keeps tensors (and integers) for this module's backward in ctx's saved state; nothing when
+  // ctx.grad_enabled is false (evaluation).
+  void save(Context& ctx, std::vector<Tensor> tensors, std::vector<std::int64_t> ints = {}) const;
+  // Takes them back (once); throws when forward saved nothing.
+  SavedState::Entry restore(Context& ctx) const;
 
  private:
   std::string prefix_;

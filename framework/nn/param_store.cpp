@@ -73,6 +73,17 @@ void ParamStore::release_value_shard(std::size_t u, bool dirty) const {
   if (opts_.value_store) opts_.value_store->release(u, dirty);
 }
 
+void ParamStore::expect_value_shards(std::vector<std::size_t> order) const {
+  if (opts_.value_store) opts_.value_store->expect(std::move(order));
+}
+
+void ParamStore::expect_value_shards_in_order() const {
+  if (!opts_.value_store) return;
+  std::vector<std::size_t> all(layouts_.size());
+  for (std::size_t u = 0; u < all.size(); ++u) all[u] = u;
+  opts_.value_store->expect(std::move(all));
+}
+
 Tensor ParamStore::grad_shard(std::size_t u) const {
   if (opts_.shard_grads) return grad_shards_[u];
   return grads_[u].slice(0, layouts_[u].lo, layouts_[u].hi);
@@ -108,6 +119,7 @@ void ParamStore::unbind_grads(std::size_t u) {
 
 void ParamStore::initialize(std::uint64_t seed) {
   std::vector<float> tmp;
+  if (opts_.shard_values) expect_value_shards_in_order();
   for (std::size_t u = 0; u < layouts_.size(); ++u) {
     const UnitLayout& l = layouts_[u];
     // Stored range: the whole unit, or only the owned slice.

@@ -60,6 +60,10 @@ class ParamStore {
   // written). Without a value store: value_shard(u), and release does nothing.
   Tensor acquire_value_shard(std::size_t u) const;
   void release_value_shard(std::size_t u, bool dirty) const;
+  // Tells an offloaded value store which units the next acquires ask for, in order (no-op
+  // without one); in_order: 0..n-1, as the optimizer, initialisation and checkpoints go.
+  void expect_value_shards(std::vector<std::size_t> order) const;
+  void expect_value_shards_in_order() const;
   Tensor grad_shard(std::size_t u) const;
 
   // Points the unit's parameters at a full flat buffer (size padded) of values / gradients; used

@@ -25,6 +25,11 @@ struct Parameter {
   Tensor grad;         // materialised by ParamStore (grads dtype)
 };
 
+// The parameter's materialised value / gradient; throws naming the parameter when the engine has
+// not bound one (used before materialisation, or a ZeRO-3 unit used outside its gather).
+const Tensor& value_of(const Parameter& p);
+const Tensor& grad_of(const Parameter& p);
+
 // Fills dst (n contiguous f32) with the init values of parameter elements [offset, offset + n):
 // a pure function of (seed, name, element index), so any slice of any sharding is bit-identical.
 void init_values(const Parameter& p, std::uint64_t seed, std::uint64_t offset, float* dst,

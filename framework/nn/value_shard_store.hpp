@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "framework/core/tensor.hpp"
 
@@ -17,6 +18,10 @@ class ValueShardStore {
   virtual ~ValueShardStore() = default;
   // Unit u's owned slice: `elements` of `dtype`, zero until written. Created in order 0..n-1.
   virtual void create(std::size_t u, std::int64_t elements, DType dtype) = 0;
+  // The units the next acquires will ask for, in order (replacing any earlier expectation): the
+  // caller knows its order (the engine's unit schedule, the optimizer's 0..n-1), so a store that
+  // reads slow media reads ahead exactly what comes next instead of guessing.
+  virtual void expect(std::vector<std::size_t> upcoming) {}
   // Unit u's slice, resident and writable until release(u).
   virtual Tensor acquire(std::size_t u) = 0;
   // Done with unit u; `dirty` when it was written.
@@ -25,6 +30,8 @@ class ValueShardStore {
   // of each step, so a failed write fails that step). Nothing to do for a store in memory.
   virtual void flush() {}
   virtual std::size_t num_units() const = 0;
+  // Seconds callers have spent blocked on this store's I/O so far (0 for memory).
+  virtual double io_wait_seconds() const { return 0; }
   // Where the slices live, for logs: "host memory", "nvme (/path/file.swp, 4 buffers)".
   virtual std::string where() const = 0;
 };

@@ -39,6 +39,8 @@ class OptimizerStateStore {
   // Every write-back of this step is complete; errors surface here.
   virtual void end_step() {}
   virtual std::size_t num_units() const = 0;
+  // Seconds callers have spent blocked on this store's I/O so far (0 for memory).
+  virtual double io_wait_seconds() const { return 0; }
 };
 
 // Keeps every unit's state resident in `memory` (its tier), charged to Category::optimizer.

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/backend/cpu/kernels.hpp"
-#include "framework/core/convert.hpp"
-#include "framework/precision/overflow.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::train {
 
@@ -32,6 +30,7 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
                "gradients ({}) must have the parameters' dtype ({})",
                dtype_name(store.options().grad_dtype), dtype_name(pd));
   if (!states_) states_ = make_memory_state_store(store.options().memory);
+  store.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store.num_units(); ++u) {
     StateLayout l;
     l.elements = store.layout(u).hi - store.layout(u).lo;
@@ -66,22 +65,15 @@ std::size_t owned_numel(const nn::UnitLayout& l) {
 }  // namespace
 
 double Trainer::grad_sum_squares(std::size_t u) const {
-  const Tensor g = store_.grad_shard(u);
-  const auto n = owned_numel(store_.layout(u));
-  if (g.dtype() == DType::f32) return cpu::sum_squares(g.data<float>(), n);
-  // 16-bit gradients are widened chunk by chunk inside the (multi-threaded, fixed-order) kernel.
-  return cpu::sum_squares(static_cast<const std::uint16_t*>(g.raw()), g.dtype(), n);
+  const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
+  return n > 0 ? ops::sum_squares(store_.grad_shard(u).slice(0, 0, n)) : 0.0;
 }
 
 bool Trainer::grads_overflow() const {
   bool any = false;
   for (std::size_t u = 0; u < store_.num_units() && !any; ++u) {
-    const Tensor g = store_.grad_shard(u);
-    const auto n = owned_numel(store_.layout(u));
-    const bool bad = g.dtype() == DType::f32
-                         ? precision::has_inf_or_nan(g.data<float>(), n)
-                         : precision::has_inf_or_nan(static_cast<const std::uint16_t*>(g.raw()), n, g.dtype());
-    any = any || bad;
+    const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
+    any = n > 0 && ops::has_inf_or_nan(store_.grad_shard(u).slice(0, 0, n));
   }
   return red_.any(any);
 }
@@ -113,53 +105,34 @@ StepResult Trainer::step() {
   r.lr = schedule_->lr_for_update(k);
   const DType pd = store_.options().param_dtype;
   states_->begin_step();
+  store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     UnitOptimizerState& s = states_->acquire(u);
     const nn::ValueShardScope held(store_, u, /*dirty=*/true);  // written back when released
     const Tensor& vshard = held.get();
-    float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
-    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
+    const Tensor master = pd == DType::f32 ? vshard : s.master;
     const Tensor g = store_.grad_shard(u);
-    const std::size_t owned = owned_numel(l);
-    Tensor g32;  // widened 16-bit gradients
-    const float* grad;
-    if (g.dtype() == DType::f32) {
-      grad = g.data<float>();
-    } else {
-      g32 = Tensor::empty(Shape{static_cast<std::int64_t>(owned)}, DType::f32,
-                          store_.options().memory.with(Category::workspace));
-      convert(g.raw(), g.dtype(), g32.raw(), DType::f32, owned);
-      grad = g32.data<float>();
-    }
     for (std::size_t i = 0; i < l.params.size(); ++i) {
       // The part of parameter i inside the owned range, as offsets into the owned slice.
       const std::int64_t a = std::max(l.lo, l.offsets[i]);
       const std::int64_t b = std::min(l.hi, l.offsets[i] + l.params[i]->shape.numel());
       if (a >= b) continue;
-      const std::int64_t off = a - l.lo;
-      const auto n = static_cast<std::size_t>(b - a);
+      const std::int64_t lo = a - l.lo, hi = b - l.lo;
+      auto part = [&](const Tensor& t) { return t.defined() ? t.slice(0, lo, hi) : Tensor(); };
+      const Tensor p16 = pd == DType::f32 ? Tensor() : part(vshard);
       // Weight decay only on parameters with >= 2 dims (declared `decay`).
       const bool decay = l.params[i]->decay;
       if (opts_.optimizer == OptimizerKind::adamw) {
         optim::AdamWHyper h = opts_.adamw;
         h.lr = r.lr;
         if (!decay) h.weight_decay = 0;
-        if (p16)
-          optim::adamw_step_out16(master + off, grad + off, s.m.data<float>() + off,
-                                  s.v.data<float>() + off, n, h, k, grad_scale, p16 + off, pd);
-        else
-          optim::adamw_step(master + off, grad + off, s.m.data<float>() + off,
-                            s.v.data<float>() + off, n, h, k, grad_scale);
+        ops::adamw_step(part(master), part(g), part(s.m), part(s.v), h, k, grad_scale, p16);
       } else {
         optim::SGDHyper h = opts_.sgd;
         h.lr = r.lr;
         if (!decay) h.weight_decay = 0;
-        if (p16)
-          optim::sgd_step_out16(master + off, grad + off, s.m.data<float>() + off, n, h, k,
-                                grad_scale, p16 + off, pd);
-        else
-          optim::sgd_step(master + off, grad + off, s.m.data<float>() + off, n, h, k, grad_scale);
+        ops::sgd_step(part(master), part(g), part(s.m), h, k, grad_scale, p16);
       }
     }
     states_->release(u, true);

@@ -86,7 +86,7 @@ class Trainer {
   std::int64_t updates_ = 0;
 };
 
-// Parses "f32"/"bf16"/"fp16" names used in configs and reports.
+// The name of a precision in configs and reports: "f32", "bf16" or "fp16".
 const char* precision_name(Precision p);
 
 }  // namespace strata::train

@@ -105,7 +105,7 @@ int run_rank(const RankWrapperOptions& o) {
   fs::create_directories(o.log_dir, ec);
   fs::create_directories(o.status_dir, ec);
   const std::string log_path =
-      (fs::path(o.log_dir) / fmt::format("rank_{:04d}.log", rank)).string();
+      (fs::path(o.log_dir) / fmt::format("rank_{:05d}.log", rank)).string();
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   RankOutput output(rank, log_fd);
   if (log_fd < 0)

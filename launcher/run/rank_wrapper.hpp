@@ -1,6 +1,6 @@
 // The wrapper `strata _rank` that mpirun starts as each rank: runs the program with its stdout
 // on a pseudo-terminal (line-buffered, as under plain mpirun) and stderr on a pipe, writes both
-// to <log-dir>/rank_XXXX.log, echoes rank 0's lines and every rank's errors to the console
+// to <log-dir>/rank_XXXXX.log, echoes rank 0's lines and every rank's errors to the console
 // prefixed with the rank, turns SIGUSR1 (graceful stop, forwarded by mpirun) and SIGTERM into
 // SIGTERM for the program, and records how a failing program ended.
 #pragma once

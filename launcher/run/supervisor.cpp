@@ -135,7 +135,7 @@ int supervise(RunOptions o) {
     fresh_dir(dirs.status_dir);
     const LaunchPlan plan = build_plan(o, dirs, ctx);
     if (attempt == 1)
-      say(fmt::format("{} rank{} {}; logs in {}/rank_XXXX.log", o.ranks, o.ranks == 1 ? "" : "s",
+      say(fmt::format("{} rank{} {}; logs in {}/rank_XXXXX.log", o.ranks, o.ranks == 1 ? "" : "s",
                       plan.direct ? "without mpirun" : "with mpirun", dirs.log_dir));
     else
       say(fmt::format("attempt {} (restart {} of {})", attempt, attempt - 1, o.max_restarts));

@@ -3,8 +3,10 @@
 // transport when run without a launcher), CUDA buffers to NCCL.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +73,19 @@ class Group {
   Work send(ConstSpan buf, int dst, int tag = 0) const;
   Work recv(Span buf, int src, int tag = 0) const;
 
+  // Collective and blocking: a few values per rank (a loss, a flag, a partial sum) reduced
+  // element-wise over the group; every rank returns the result. The values travel in memory the
+  // call keeps alive, so a wait that times out leaves nothing dangling. `wait` replaces
+  // Work::wait() (e.g. polling from a background thread). A group of one returns v at once.
+  using WaitFn = std::function<void(const Work&)>;
+  template <typename T, std::size_t N>
+  std::array<T, N> all_reduce_values(const std::array<T, N>& v, ReduceOp op,
+                                     const WaitFn& wait = {}) const;
+  template <typename T>
+  T all_reduce_value(T v, ReduceOp op, const WaitFn& wait = {}) const {
+    return all_reduce_values(std::array<T, 1>{v}, op, wait)[0];
+  }
+
  private:
   GroupState& state() const;
   Work start(OpDesc op, ConstSpan in, Span out, void (CommImpl::*fn)(const Call&),
@@ -78,5 +93,20 @@ class Group {
 
   std::shared_ptr<GroupState> s_;
 };
+
+template <typename T, std::size_t N>
+std::array<T, N> Group::all_reduce_values(const std::array<T, N>& v, ReduceOp op,
+                                          const WaitFn& wait) const {
+  if (size() == 1) return v;
+  auto buf = std::make_shared<std::array<T, N>>(v);
+  const Work w = all_reduce(span(static_cast<const T*>(buf->data()), N), span(buf->data(), N), op);
+  w.keep_alive(buf);
+  if (wait) {
+    wait(w);
+  } else {
+    w.wait();
+  }
+  return *buf;
+}
 
 }  // namespace strata::parallel

@@ -1,5 +1,6 @@
-// The transports behind Group. Each exports only is_available() and init(); the build picks
-// nccl/ or no_nccl/ (stub) sources, so no caller needs an #ifdef.
+// The transports behind Group. Each exports is_available() and init() (MPI also abandon(), NCCL
+// also unavailable_reason()); the build picks nccl/ or no_nccl/ (stub) sources, so no caller
+// needs an #ifdef.
 #pragma once
 
 #include <chrono>

@@ -88,11 +88,8 @@ void wait_for(const Work& w, const Group& g, bool polling) {
 
 // Collective: whether every rank passed ok = true.
 bool ranks_ok(const Group& g, bool ok, bool polling) {
-  auto bad = std::make_shared<std::int32_t>(ok ? 0 : 1);
-  Work w = g.all_reduce(span(bad.get(), 1), span(bad.get(), 1), ReduceOp::max);
-  w.keep_alive(bad);
-  wait_for(w, g, polling);
-  return *bad == 0;
+  return g.all_reduce_value<std::int32_t>(ok ? 0 : 1, ReduceOp::max,
+                                          [&](const Work& w) { wait_for(w, g, polling); }) == 0;
 }
 
 // Collective: every rank's text on rank 0, in rank order (two all-gathers: lengths, then the
@@ -270,6 +267,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
     // kind).
     writer.expect(saved_bytes(kinds.size()),
                   (store_.parameters().size() + store_.num_units()) * (1 + kinds.size()));
+    store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
       const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
@@ -319,6 +317,7 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   // that does not fit gets a buffer of its own.
   ck::StagingArena arena(saved_bytes(kinds.size()));
   ck::SaveJob job{std::move(spec), {}, std::move(rs)};
+  store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     const auto [a, b] = checkpoint_save_range(l, stage_, dp_.size(), dp_.rank());
@@ -382,7 +381,8 @@ void Checkpointer::finish() {
 // per unit, in unit order, also when its load failed part-way (the values are then undefined),
 // so that the collectives stay matched; load() then agrees on the failure. Stage 0 loads
 // everything; stage 3 gathers on use.
-void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out) {
+void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
+                              LoadedCheckpoint& out) {
   std::vector<Work> works;
   std::size_t posted = 0;
   auto post_through = [&](std::size_t n) {
@@ -396,7 +396,7 @@ void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out
     ck::CheckpointReader reader(step_dir);
     const ck::Manifest& m = reader.manifest();
     ck::check_compatible(m, expected_params(store_), step_dir);
-    const bool with_moments = !m.state.optimizer.empty();
+    const bool with_moments = !weights_only && !m.state.optimizer.empty();
     if (with_moments && m.state.optimizer != optimizer_name(trainer_))
       user_fail("checkpoint",
                 "{} holds {} optimizer state but the trainer uses {}: resume with "
@@ -410,6 +410,7 @@ void Checkpointer::load_local(const std::string& step_dir, LoadedCheckpoint& out
     auto& states = trainer_.states();
     const DType pd = store_.options().param_dtype;
     const auto kinds = moment_kinds(trainer_);
+    store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
       const auto pieces = ck::split_flat_range(flat_params(l), l.lo, std::min(l.hi, l.numel));
@@ -478,16 +479,16 @@ void Checkpointer::apply_shared_state(const LoadedCheckpoint& loaded) {
   }
 }
 
-LoadedCheckpoint Checkpointer::load(const std::string& step_dir) {
+LoadedCheckpoint Checkpointer::load(const std::string& step_dir, bool weights_only) {
   LoadedCheckpoint out;
   std::exception_ptr err;
   try {
-    load_local(step_dir, out);
+    load_local(step_dir, weights_only, out);
   } catch (...) {
     err = std::current_exception();
   }
   agree_or_throw(world_, err);
-  apply_shared_state(out);
+  if (!weights_only) apply_shared_state(out);
   return out;
 }
 

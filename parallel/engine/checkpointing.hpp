@@ -87,7 +87,9 @@ class Checkpointer {
   // does not match, CheckpointError for anything wrong on disk — on every rank when any rank
   // failed. After a failed load the parameters are undefined (load another checkpoint).
   // Must run before any ZeRO-3 gather (i.e. before the first step or evaluation).
-  LoadedCheckpoint load(const std::string& step_dir);
+  // weights_only: parameters (and masters) only; the optimizer state, update count and loss
+  // scaler stay as they are (fresh), whatever the checkpoint holds — for fine-tuning.
+  LoadedCheckpoint load(const std::string& step_dir, bool weights_only = false);
 
   // Collective. `spec` is "none" (nullopt), "auto" (the newest complete checkpoint under
   // options().root; nullopt if there is none; a checkpoint that fails to load — corrupt data —
@@ -101,7 +103,7 @@ class Checkpointer {
   void save_sync(const checkpoint::SaveSpec& spec, const checkpoint::RankState& rs);
   void save_async(checkpoint::SaveSpec spec, checkpoint::RankState rs);
   std::size_t saved_bytes(std::size_t moments) const;
-  void load_local(const std::string& step_dir, LoadedCheckpoint& out);
+  void load_local(const std::string& step_dir, bool weights_only, LoadedCheckpoint& out);
   void apply_shared_state(const LoadedCheckpoint& loaded);
 
   Group world_, dp_;

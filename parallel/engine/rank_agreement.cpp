@@ -48,8 +48,8 @@ void broadcast_string(const Group& g, std::string& s, int root) {
 
 void agree_or_throw(const Group& g, std::exception_ptr mine) {
   // max over (size - rank) of the failing ranks names the lowest failing rank.
-  std::int32_t v = mine ? g.size() - g.rank() : 0;
-  g.all_reduce(span(&v, 1), span(&v, 1), ReduceOp::max).wait();
+  const std::int32_t v = g.all_reduce_value<std::int32_t>(mine ? g.size() - g.rank() : 0,
+                                                          ReduceOp::max);
   if (v == 0) return;
   const int root = g.size() - v;
   // (replace: a message may quote bytes of a damaged file that are not UTF-8)

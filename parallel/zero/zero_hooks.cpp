@@ -1,9 +1,9 @@
 #include "parallel/zero/zero_hooks.hpp"
 
 #include <algorithm>
+#include <chrono>
 
-#include "framework/backend/cpu/kernels.hpp"
-#include "framework/core/convert.hpp"
+#include "framework/backend/ops/ops.hpp"
 
 namespace strata::parallel {
 
@@ -24,9 +24,25 @@ nn::ParamStoreOptions ZeroHooks::store_options(nn::ParamStoreOptions o, int stag
   return o;
 }
 
-ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts)
+namespace {
+// Forward 0..n-1, backward n-1..0: the order a model without a declared schedule is assumed to use.
+std::vector<nn::UnitUse> sequential_schedule(std::size_t n) {
+  std::vector<nn::UnitUse> s;
+  for (std::size_t u = 0; u < n; ++u) s.push_back({false, static_cast<int>(u)});
+  for (std::size_t u = n; u-- > 0;) s.push_back({true, static_cast<int>(u)});
+  return s;
+}
+}  // namespace
+
+ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts,
+                     std::vector<nn::UnitUse> schedule)
     : store_(store), dp_(std::move(dp)), opts_(opts), reduced_(store.num_units(), false),
-      gathered_(store.num_units()) {
+      gathered_(store.num_units()),
+      schedule_(schedule.empty() ? sequential_schedule(store.num_units()) : std::move(schedule)),
+      pos_(schedule_.size() - 1) {
+  for (const auto& use : schedule_)
+    STRATA_CHECK(use.unit >= 0 && static_cast<std::size_t>(use.unit) < store.num_units(), "zero",
+                 "the model's unit schedule names unit {} of {}", use.unit, store.num_units());
   STRATA_CHECK(opts.bucket_elements > 0, "zero", "reduce_bucket_size must be > 0, got {}",
                opts.bucket_elements);
   const auto& so = store.options();
@@ -63,7 +79,13 @@ void ZeroHooks::finish_gather(Gathered& g, std::size_t u) {
       }
     }
   } release{this, g, u};
-  g.work.wait();
+  wait(g.work);
+}
+
+void ZeroHooks::wait(Work& w) {
+  const auto t0 = std::chrono::steady_clock::now();
+  w.wait();
+  comm_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void ZeroHooks::start_gather(std::size_t u) {
@@ -101,15 +123,52 @@ void ZeroHooks::acquire(std::size_t u) {
 void ZeroHooks::release(std::size_t u) {
   Gathered& g = gathered_[u];
   if (g.uses > 0) --g.uses;
-  if (g.uses > 0 || persistent(u)) return;
+  if (g.uses > 0 || persistent(u) || reused_soon(u)) return;
   finish_gather(g, u);
   store_.unbind_values(u);
   live_elements_ -= store_.layout(u).padded;
   g = Gathered{};
 }
 
-void ZeroHooks::prefetch(std::size_t u) {
-  if (u >= gathered_.size() || gathered_[u].full.defined()) return;
+void ZeroHooks::advance(bool backward, int unit) {
+  const std::size_t n = schedule_.size();
+  for (std::size_t k = 1; k <= n; ++k) {
+    const std::size_t i = (pos_ + k) % n;
+    if (schedule_[i] == nn::UnitUse{backward, unit}) {
+      pos_ = i;
+      return;
+    }
+  }
+  fail("zero", "unit {} was used in a {} pass, which the model's unit schedule does not list",
+       unit, backward ? "backward" : "forward");
+}
+
+bool ZeroHooks::reused_soon(std::size_t u) const {
+  if (opts_.max_reuse_distance <= 0) return false;
+  std::int64_t between = 0;
+  for (std::size_t i = pos_ + 1; i < schedule_.size() && between < opts_.max_reuse_distance; ++i) {
+    const auto v = static_cast<std::size_t>(schedule_[i].unit);
+    if (v == u) return true;
+    between += store_.layout(v).padded;
+  }
+  return false;
+}
+
+void ZeroHooks::expect_gathers() const {
+  if (!store_.options().value_store) return;
+  std::vector<std::size_t> order;
+  for (std::size_t i = pos_ + 1; i < schedule_.size(); ++i) {
+    const auto v = static_cast<std::size_t>(schedule_[i].unit);
+    if (!gathered_[v].full.defined() && std::find(order.begin(), order.end(), v) == order.end())
+      order.push_back(v);
+  }
+  store_.expect_value_shards(std::move(order));
+}
+
+void ZeroHooks::prefetch_next_use() {
+  if (pos_ + 1 >= schedule_.size()) return;  // the micro-batch's last use
+  const auto u = static_cast<std::size_t>(schedule_[pos_ + 1].unit);
+  if (gathered_[u].full.defined()) return;
   const std::int64_t n = store_.layout(u).padded;
   if (n > opts_.prefetch_elements || live_elements_ + n > opts_.max_live_elements) return;
   start_gather(u);
@@ -148,29 +207,17 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
 
 void ZeroHooks::complete_reductions(std::size_t keep) {
   if (keep == 0) {
-    for (auto& w : allreduce_inflight_) w.wait();
+    for (auto& w : allreduce_inflight_) wait(w);
     allreduce_inflight_.clear();
   }
   if (pending_.size() <= keep) return;
   const auto done = pending_.begin() + static_cast<std::ptrdiff_t>(pending_.size() - keep);
-  std::vector<float> a, b;
   for (auto it = pending_.begin(); it != done; ++it) {
     PendingReduce& p = *it;
-    p.work.wait();
+    wait(p.work);
     Tensor shard = store_.grad_shard(p.unit);
-    const auto n = static_cast<std::size_t>(shard.numel());
-    if (opts_.stage == 1) {
-      shard.copy_from(p.out);  // the reduced owned slice replaces the local one
-    } else if (shard.dtype() == DType::f32) {
-      cpu::add_inplace(shard.data<float>(), p.out.data<float>(), n);  // accumulate micro-batches
-    } else {
-      a.resize(n);
-      b.resize(n);
-      convert(shard.raw(), shard.dtype(), a.data(), DType::f32, n);
-      convert(p.out.raw(), p.out.dtype(), b.data(), DType::f32, n);
-      cpu::add_inplace(a.data(), b.data(), n);
-      convert(a.data(), DType::f32, shard.raw(), shard.dtype(), n);
-    }
+    if (opts_.stage == 1) shard.copy_from(p.out);  // the reduced owned slice replaces the local one
+    else ops::add_inplace(shard, p.out);           // accumulate micro-batches
   }
   pending_.erase(pending_.begin(), done);
 }
@@ -179,13 +226,10 @@ void ZeroHooks::complete_reductions(std::size_t keep) {
 
 void ZeroHooks::before_forward(int unit) {
   if (opts_.stage < 3) return;
-  const auto u = static_cast<std::size_t>(unit);
-  acquire(u);
-  // Forward visits 0, 1, ..., n-1 and then 0 again for the tied LM head: after the head the next
-  // unit needed is the one backward starts with, not unit 1.
-  const bool head_reuse = u == 0 && last_forward_ == static_cast<std::int64_t>(store_.num_units()) - 1;
-  if (!head_reuse) prefetch(u + 1);
-  last_forward_ = unit;
+  advance(false, unit);
+  expect_gathers();
+  acquire(static_cast<std::size_t>(unit));
+  prefetch_next_use();
 }
 
 void ZeroHooks::after_forward(int unit) {
@@ -195,11 +239,10 @@ void ZeroHooks::after_forward(int unit) {
 void ZeroHooks::before_backward(int unit) {
   const auto u = static_cast<std::size_t>(unit);
   if (opts_.stage >= 3) {
-    last_forward_ = -1;
+    advance(true, unit);
+    expect_gathers();
     acquire(u);
-    // Backward visits the head (unit 0), then the last unit down to 1.
-    const std::size_t next = u == 0 ? store_.num_units() - 1 : u - 1;
-    if (next != u) prefetch(next);
+    prefetch_next_use();
   }
   if (opts_.stage >= 2 && !store_.grads(u).defined()) {
     const auto& l = store_.layout(u);
@@ -232,17 +275,27 @@ void ZeroHooks::finish_gradients() {
 
 void ZeroHooks::after_step() {
   if (opts_.stage == 1 || opts_.stage == 2) {
+    // At most allgather_bucket_elements in flight (each needs a copy of the owned slice to send
+    // from: the slice lives inside the output).
     std::vector<Work> works;
     std::vector<Tensor> keep;
+    std::int64_t in_flight = 0;
+    auto drain = [&] {
+      for (auto& w : works) wait(w);
+      works.clear();
+      keep.clear();
+      in_flight = 0;
+    };
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const Tensor& full = store_.values(u);
-      // The owned slice lives inside the output: gather from a copy.
+      if (in_flight > 0 && in_flight + full.numel() > opts_.allgather_bucket_elements) drain();
       Tensor mine = store_.value_shard(u).clone(store_.options().memory.with(Category::comm));
       works.push_back(dp_.all_gather(mine, full));
       keep.push_back(std::move(mine));
+      in_flight += full.numel();
       volume_.all_gather += full.nbytes();
     }
-    for (auto& w : works) w.wait();
+    drain();
   } else if (opts_.stage == 3) {
     for (std::size_t u = 0; u < gathered_.size(); ++u) {
       if (!gathered_[u].full.defined()) continue;
@@ -252,6 +305,7 @@ void ZeroHooks::after_step() {
       live_elements_ -= store_.layout(u).padded;
       gathered_[u] = Gathered{};
     }
+    pos_ = schedule_.size() - 1;  // the next step starts the schedule over
   }
 }
 

@@ -6,7 +6,10 @@
 //   2: as 1, but gradients exist in full only transiently: a unit's full gradient buffer is
 //      allocated at its backward, reduce-scattered after it (every micro-batch) and freed;
 //   3: as 2, and parameters live only as slices: a unit is all-gathered before its forward and
-//      its backward (the next unit prefetched meanwhile), and released after use.
+//      its backward (the unit of the next use prefetched meanwhile), and released after use
+//      unless the model uses it again within max_reuse_distance elements.
+// The order of uses comes from the model (nn::Model::unit_schedule, given by the engine): the
+// hooks prefetch and release by it, and tell an offloaded value store what it will read next.
 // With overlap_comm the reductions of a unit start as soon as its backward is done.
 #pragma once
 
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "framework/nn/context.hpp"
+#include "framework/nn/model.hpp"
 #include "framework/nn/param_store.hpp"
 #include "parallel/comm/group.hpp"
 
@@ -22,10 +26,17 @@ namespace strata::parallel {
 struct ZeroOptions {
   int stage = 0;
   std::int64_t bucket_elements = 500'000'000;    // reduce_bucket_size (stage 0 buckets)
+  // allgather_bucket_size: stages 1-2 keep at most this many parameter elements being gathered
+  // after the step (a unit larger than it goes alone).
+  std::int64_t allgather_bucket_elements = 500'000'000;
   bool overlap = true;                            // overlap_comm
   std::int64_t prefetch_elements = 50'000'000;   // stage3_prefetch_bucket_size
   std::int64_t max_live_elements = 1'000'000'000;  // stage3_max_live_parameters
   std::int64_t persistence_threshold = 0;        // stage3_param_persistence_threshold
+  // stage3_max_reuse_distance: a unit whose next use (in the schedule) comes before this many
+  // elements of other units' uses stays gathered. 0 releases after every use; DeepSpeed's
+  // default, 1e9, keeps every unit of a smaller model gathered for the whole step.
+  std::int64_t max_reuse_distance = 0;
 };
 
 // Bytes this rank handed to each kind of collective (payload sizes, not wire bytes).
@@ -38,7 +49,10 @@ struct CommVolume {
 
 class ZeroHooks : public nn::UnitHooks {
  public:
-  ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts);
+  // `schedule`: the model's unit uses of one micro-batch (nn::Model::unit_schedule); empty: units
+  // used in order (forward 0..n-1, backward n-1..0).
+  ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts,
+            std::vector<nn::UnitUse> schedule = {});
   ~ZeroHooks() override;
 
   // The ParamStore options a stage needs (sharding flags, shard index, padding).
@@ -60,6 +74,8 @@ class ZeroHooks : public nn::UnitHooks {
   void after_step();
 
   const CommVolume& volume() const { return volume_; }
+  // Seconds the hooks have spent waiting for collectives to complete (gathers, reductions).
+  double comm_wait_seconds() const { return comm_wait_s_; }
   int stage() const { return opts_.stage; }
   const Group& dp() const { return dp_; }
 
@@ -81,10 +97,16 @@ class ZeroHooks : public nn::UnitHooks {
   // Completes the pending reductions in launch order, all but the newest `keep` reduce-scatters
   // (keep == 0: everything, stage-0 all-reduces included).
   void complete_reductions(std::size_t keep = 0);
+  // Moves the schedule position to this use (the next matching one, wrapping).
+  void advance(bool backward, int unit);
+  // Whether unit u is used again within max_reuse_distance elements after the current position.
+  bool reused_soon(std::size_t u) const;
+  // Tells an offloaded value store the units the coming uses will gather, in order.
+  void expect_gathers() const;
   void acquire(std::size_t u);
   void release(std::size_t u);
   void start_gather(std::size_t u);
-  void prefetch(std::size_t u);
+  void prefetch_next_use();
   void finish_gather(Gathered& g, std::size_t u);  // waits, releases the slice
   bool persistent(std::size_t u) const;
 
@@ -97,8 +119,11 @@ class ZeroHooks : public nn::UnitHooks {
   std::vector<PendingReduce> pending_;
   std::vector<Gathered> gathered_;
   std::int64_t live_elements_ = 0;
-  std::int64_t last_forward_ = -1;  // unit of the previous before_forward (-1: new pass)
+  std::vector<nn::UnitUse> schedule_;
+  std::size_t pos_;  // index in schedule_ of the current use
   CommVolume volume_;
+  double comm_wait_s_ = 0;
+  void wait(Work& w);  // w.wait(), timed into comm_wait_s_
 };
 
 }  // namespace strata::parallel

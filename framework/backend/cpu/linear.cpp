@@ -17,68 +17,30 @@ using detail::GemmTile;
 void matmul(const float* A, const float* B, float* C, int M, int N, int K, bool trans_a,
             bool trans_b, float alpha, float beta) {
   STRATA_CHECK(M >= 0 && N >= 0 && K >= 0, "cpu", "matmul: negative size M={} N={} K={}", M, N, K);
-  Gemm g;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.alpha = alpha;
-  g.A = A;
-  g.lda = std::max(1, trans_a ? M : K);
-  g.B = B;
-  g.ldb = std::max(1, trans_b ? K : N);
-  g.beta = beta;
-  g.C = C;
-  g.ldc = std::max(1, N);
-  detail::gemm(g);
+  detail::gemm(Gemm{.trans_a = trans_a, .trans_b = trans_b, .M = M, .N = N, .K = K, .alpha = alpha,
+                    .A = A, .lda = std::max(1, trans_a ? M : K), .B = B,
+                    .ldb = std::max(1, trans_b ? K : N), .beta = beta, .C = C,
+                    .ldc = std::max(1, N)});
 }
 
 void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in,
                     int out) {
   STRATA_CHECK(N >= 0 && in >= 0 && out >= 0, "cpu", "linear: negative size N={} in={} out={}", N,
                in, out);
-  Gemm g;
-  g.trans_b = true;
-  g.M = N;
-  g.N = out;
-  g.K = in;
-  g.A = x;
-  g.lda = std::max(1, in);
-  g.B = W;
-  g.ldb = std::max(1, in);
-  g.C = y;
-  g.ldc = std::max(1, out);
-  g.bias = b;
-  detail::gemm(g);
+  detail::gemm(Gemm{.trans_b = true, .M = N, .N = out, .K = in, .A = x, .lda = std::max(1, in),
+                    .B = W, .ldb = std::max(1, in), .C = y, .ldc = std::max(1, out), .bias = b});
 }
 
 void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
                      float* db, int N, int in, int out) {
   STRATA_CHECK(N >= 0 && in >= 0 && out >= 0, "cpu", "linear: negative size N={} in={} out={}", N,
                in, out);
-  Gemm gx;  // dx[N,in] = dy[N,out] @ W[out,in]
-  gx.M = N;
-  gx.N = in;
-  gx.K = out;
-  gx.A = dy;
-  gx.lda = std::max(1, out);
-  gx.B = W;
-  gx.ldb = std::max(1, in);
-  gx.C = dx;
-  gx.ldc = std::max(1, in);
-  Gemm gw;  // dW[out,in] += dy^T @ x
-  gw.trans_a = true;
-  gw.M = out;
-  gw.N = in;
-  gw.K = N;
-  gw.A = dy;
-  gw.lda = std::max(1, out);
-  gw.B = x;
-  gw.ldb = std::max(1, in);
-  gw.beta = 1.0f;
-  gw.C = dW;
-  gw.ldc = std::max(1, in);
+  // dx[N,in] = dy[N,out] @ W[out,in]
+  const Gemm gx{.M = N, .N = in, .K = out, .A = dy, .lda = std::max(1, out), .B = W,
+                .ldb = std::max(1, in), .C = dx, .ldc = std::max(1, in)};
+  // dW[out,in] += dy^T @ x
+  const Gemm gw{.trans_a = true, .M = out, .N = in, .K = N, .A = dy, .lda = std::max(1, out),
+                .B = x, .ldb = std::max(1, in), .beta = 1.0f, .C = dW, .ldc = std::max(1, in)};
 
   constexpr int kBiasCols = 64;
   // db[c0:c1] += column sums of dy, rows in order.

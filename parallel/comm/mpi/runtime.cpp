@@ -83,7 +83,6 @@ std::shared_ptr<Runtime> Runtime::acquire(std::chrono::milliseconds spin) {
          level_name(provided),
          initialized ? ": initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)" : "");
   }
-  rt->thread_level_ = provided;
   create_user_ops();
   rt->thread_ = std::thread([r = rt.get()] { r->loop(); });
   g_runtime = rt;

@@ -53,7 +53,6 @@ class Runtime final : public ProgressDriver {
 
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mpi_mu_); }
   bool shut_down() const { return shut_.load(); }  // read with the lock held for certainty
-  int thread_level() const { return thread_level_; }
   std::chrono::milliseconds spin() const { return spin_; }
 
   // Hands requests to the engine (call without the MPI lock).
@@ -77,7 +76,6 @@ class Runtime final : public ProgressDriver {
   std::mutex mpi_mu_;
   std::atomic<bool> shut_{false};
   bool owns_mpi_ = false;
-  int thread_level_ = MPI_THREAD_SINGLE;
   std::chrono::milliseconds spin_{200};
 
   std::mutex q_mu_;  // inbox_, pollers_, stop_; taken after mpi_mu_ when both are needed

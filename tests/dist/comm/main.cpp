@@ -58,10 +58,8 @@ int main(int argc, char** argv) {
       delete listeners.Release(listeners.default_result_printer());
       listeners.Append(new test::RankFailurePrinter(g.rank()));
     }
-    failed = RUN_ALL_TESTS() != 0;
-    std::int32_t mine = failed;
-    g.all_reduce(parallel::span(&mine, 1), parallel::span(&failed, 1), parallel::ReduceOp::max)
-        .wait();
+    const std::int32_t mine = RUN_ALL_TESTS() != 0;
+    failed = g.all_reduce_value(mine, parallel::ReduceOp::max);
     if (g.rank() == 0 && failed && !mine)
       std::fprintf(stderr, "[  FAILED  ] another rank failed (see its [rank N] lines above)\n");
     test::set_world(parallel::Group());

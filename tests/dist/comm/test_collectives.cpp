@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <thread>
 
 #include "tests/dist/comm/dist_env.hpp"
 
@@ -151,6 +153,26 @@ TEST(Collectives, SpansOfRawMemory) {
     EXPECT_EQ(gathered[2 * q], q);
     EXPECT_EQ(gathered[2 * q + 1], -q);
   }
+}
+
+TEST(Collectives, ValuesReduceElementwiseOnEveryRankWithTheGivenWait) {
+  const auto& g = world();
+  const int r = g.rank(), n = g.size();
+  EXPECT_EQ(g.all_reduce_value(0.5 * (r + 1), ReduceOp::sum), 0.25 * n * (n + 1));
+  EXPECT_EQ(g.all_reduce_value<std::int32_t>(r == n - 1 ? 7 : r, ReduceOp::max), std::max(7, n - 2));
+  EXPECT_EQ(g.all_reduce_value(static_cast<double>(r), ReduceOp::avg), (n - 1) / 2.0);
+  // Two flags at once: each is the max over ranks of its own column.
+  const auto f = g.all_reduce_values(std::array<std::int32_t, 2>{r == 0 ? 1 : 0, 0}, ReduceOp::max);
+  EXPECT_EQ(f, (std::array<std::int32_t, 2>{1, 0}));
+  // A caller's own wait is used (and the result is there once it returns).
+  int waits = 0;
+  const std::int64_t s = g.all_reduce_value<std::int64_t>(r + 1, ReduceOp::sum, [&](const parallel::Work& w) {
+    ++waits;
+    while (!w.is_completed()) std::this_thread::yield();
+    w.wait();
+  });
+  EXPECT_EQ(s, static_cast<std::int64_t>(n) * (n + 1) / 2);
+  EXPECT_EQ(waits, n > 1 ? 1 : 0);  // a group of one does not communicate
 }
 
 TEST(Collectives, ManyInFlightAtOnceCompleteInAnyWaitOrder) {

@@ -40,50 +40,14 @@ config::Config offload_config(OffloadDevice d, int stage, const std::string& dir
   return c;
 }
 
-// A replica whose Trainer keeps its optimizer state where `cfg` says (the engine test fixture's
-// Replica with a state store).
-struct OffloadReplica {
-  nn::Gpt gpt;
-  nn::ParamStore store;
-  train::Trainer trainer;
-  parallel::DataParallelEngine engine;
-  OffloadReplica(const nn::GptConfig& c, const train::TrainerOptions& o, const parallel::Group& dp,
-                 int micro, int accum, int stage, DType dt, const config::Config& cfg,
-                 TensorOptions mem = {})
-      : gpt(c),
-        store(gpt.units(), parallel::ZeroHooks::store_options(
-                               nn::ParamStoreOptions{dt, dt, 1, mem}, stage, dp)),
-        trainer((store.initialize(5), store), o,
-                stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{},
-                (offload::validate(cfg, stage), offload::make_state_store(cfg, dp.rank(), mem))),
-        engine(dp, gpt, store, trainer, engine_options(micro, accum, c.block_size, stage, 1000, true),
-               Replica::context(mem)) {
-    gpt.set_checkpointing(true);
-  }
-  std::vector<float> master_weights() {
-    const auto& dp = engine.dp();
-    const int n = store.options().shard_count;
-    std::vector<float> out;
-    for (std::size_t u = 0; u < store.num_units(); ++u) {
-      const auto& l = store.layout(u);
-      std::vector<float> mine = trainer.master_shard(u).to_vector();
-      std::vector<float> full(static_cast<std::size_t>(l.padded));
-      if (n == 1) full = mine;
-      else dp.all_gather(parallel::span(mine.data(), mine.size()), parallel::span(full.data(), full.size())).wait();
-      out.insert(out.end(), full.begin(), full.begin() + l.numel);
-    }
-    return out;
-  }
-  // The 16-bit (or f32) parameter values of the owned slices.
-  std::vector<float> value_shards() {
-    std::vector<float> out;
-    for (std::size_t u = 0; u < store.num_units(); ++u) {
-      auto v = store.value_shard(u).to_vector();
-      out.insert(out.end(), v.begin(), v.end());
-    }
-    return out;
-  }
-};
+// The test job's config with the offload settings (offload_optimizer, aio) of `off`.
+config::Config offloaded(const train::TrainerOptions& o, int micro, int accum, int stage, DType dt,
+                         const config::Config& off) {
+  config::Config cfg = job_config(o, micro, accum, stage, dt);
+  cfg.zero_optimization.offload_optimizer = off.zero_optimization.offload_optimizer;
+  cfg.aio = off.aio;
+  return cfg;
+}
 
 struct Case {
   int stage;
@@ -102,10 +66,9 @@ TEST_P(OffloadEquivalence, CpuAndNvmeTrainBitwiseLikeNoOffload) {
   o.max_grad_norm = 1.0;
   o.precision = dt == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
   offload::test::ScratchDir dir("dist");
-  OffloadReplica none(c, o, w, b, accum, stage, dt, offload_config(OffloadDevice::none, stage, ""));
-  OffloadReplica cpu(c, o, w, b, accum, stage, dt, offload_config(OffloadDevice::cpu, stage, ""));
-  OffloadReplica nvme(c, o, w, b, accum, stage, dt,
-                      offload_config(OffloadDevice::nvme, stage, dir.str()));
+  Replica none(c, offloaded(o, b, accum, stage, dt, offload_config(OffloadDevice::none, stage, "")), w);
+  Replica cpu(c, offloaded(o, b, accum, stage, dt, offload_config(OffloadDevice::cpu, stage, "")), w);
+  Replica nvme(c, offloaded(o, b, accum, stage, dt, offload_config(OffloadDevice::nvme, stage, dir.str())), w);
   BatchFeed f0{N, w.rank(), b, c.block_size, c.vocab_size}, f1 = f0, f2 = f0;
   for (int s = 0; s < steps; ++s) {
     const auto a = none.engine.train_step(std::ref(f0));
@@ -184,8 +147,7 @@ TEST_P(OffloadUnderDeviceCap, FailsWithoutOffloadAndTrainsWithIt) {
   std::vector<double> losses;
   {
     MemoryLedger ledger;
-    TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
-    OffloadReplica r(c, o, self, b, accum, stage, dt, cfg, mem);
+    Replica r(c, offloaded(o, b, accum, stage, dt, cfg), self, parallel::TrainingExtras::on(&ledger));
     EXPECT_EQ(ledger.current(Tier::device, Category::optimizer), 0u);
     EXPECT_GT(ledger.current(dev == OffloadDevice::cpu ? Tier::host : Tier::nvme, Category::optimizer), 0u);
     opt_bytes = resident_optimizer_bytes(r.store, true);
@@ -203,9 +165,8 @@ TEST_P(OffloadUnderDeviceCap, FailsWithoutOffloadAndTrainsWithIt) {
   {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
-    TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
     try {
-      OffloadReplica r(c, o, self, b, accum, stage, dt, offload_config(OffloadDevice::none, stage, ""), mem);
+      Replica r(c, offloaded(o, b, accum, stage, dt, offload_config(OffloadDevice::none, stage, "")), self, parallel::TrainingExtras::on(&ledger));
       ADD_FAILURE() << "model states fit under a " << format_bytes(cap) << " device cap without offload";
     } catch (const OutOfMemory& e) {
       bool names_offload = false;
@@ -219,8 +180,7 @@ TEST_P(OffloadUnderDeviceCap, FailsWithoutOffloadAndTrainsWithIt) {
   {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
-    TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
-    OffloadReplica r(c, o, self, b, accum, stage, dt, cfg, mem);
+    Replica r(c, offloaded(o, b, accum, stage, dt, cfg), self, parallel::TrainingExtras::on(&ledger));
     BatchFeed f{N, 0, b, c.block_size, c.vocab_size};
     for (int s = 0; s < 3; ++s) EXPECT_EQ(r.engine.train_step(std::ref(f)).loss, losses[static_cast<std::size_t>(s)]);
     EXPECT_LE(ledger.peak(Tier::device), cap);

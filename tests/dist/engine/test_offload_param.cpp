@@ -50,67 +50,20 @@ config::Config param_config(OffloadDevice param, OffloadDevice opt, const std::s
   return c;
 }
 
-nn::ParamStoreOptions store_options(DType dt, const parallel::Group& dp, const TensorOptions& mem,
-                                    std::shared_ptr<nn::ValueShardStore> values) {
-  nn::ParamStoreOptions o =
-      parallel::ZeroHooks::store_options(nn::ParamStoreOptions{dt, dt, 1, mem}, 3, dp);
-  o.value_store = std::move(values);
-  return o;
+// The test job at ZeRO stage 3 with the offload settings (offload_param, offload_optimizer, aio)
+// of `off`.
+config::Config offloaded(const train::TrainerOptions& o, int micro, DType dt,
+                         const config::Config& off) {
+  config::Config cfg = job_config(o, micro, 1, 3, dt);
+  cfg.zero_optimization.offload_param = off.zero_optimization.offload_param;
+  cfg.zero_optimization.offload_optimizer = off.zero_optimization.offload_optimizer;
+  cfg.aio = off.aio;
+  return cfg;
 }
 
-// Model, parameter store (slices where `values` keeps them; on `mem` when null), trainer
-// (optimizer state where cfg says) and engine at ZeRO stage 3.
-struct ParamReplica {
-  nn::Gpt gpt;
-  nn::ParamStore store;
-  train::Trainer trainer;
-  parallel::DataParallelEngine engine;
-  ParamReplica(const nn::GptConfig& c, const train::TrainerOptions& o, const parallel::Group& dp,
-               int micro, DType dt, const config::Config& cfg, TensorOptions mem,
-               std::shared_ptr<nn::ValueShardStore> values)
-      : gpt(c),
-        store(gpt.units(), store_options(dt, dp, mem, std::move(values))),
-        trainer((store.initialize(5), store), o, parallel::dp_reductions(dp),
-                offload::make_state_store(cfg, dp.rank(), mem)),
-        engine(dp, gpt, store, trainer, engine_options(micro, 1, c.block_size, 3, 1000, true),
-               Replica::context(mem)) {
-    gpt.set_checkpointing(true);
-  }
-  // As configured: cfg.offload_param picks the value store.
-  ParamReplica(const nn::GptConfig& c, const train::TrainerOptions& o, const parallel::Group& dp,
-               int micro, DType dt, const config::Config& cfg, TensorOptions mem = {})
-      : ParamReplica(c, o, dp, micro, dt, cfg, mem,
-                     (offload::validate(cfg, 3),
-                      offload::make_value_shard_store(cfg, dp.rank(), mem))) {}
-
-  // Full f32 master weights of every unit, gathered over dp (padding stripped).
-  std::vector<float> master_weights() {
-    const auto& dp = engine.dp();
-    std::vector<float> out;
-    for (std::size_t u = 0; u < store.num_units(); ++u) {
-      const auto& l = store.layout(u);
-      std::vector<float> mine = trainer.master_shard(u).to_vector();
-      std::vector<float> full(static_cast<std::size_t>(l.padded));
-      if (dp.size() == 1) full = mine;
-      else dp.all_gather(parallel::span(mine.data(), mine.size()), parallel::span(full.data(), full.size())).wait();
-      out.insert(out.end(), full.begin(), full.begin() + l.numel);
-    }
-    return out;
-  }
-  // This rank's owned parameter slices (16-bit or f32 values, widened).
-  std::vector<float> value_shards() {
-    std::vector<float> out;
-    for (std::size_t u = 0; u < store.num_units(); ++u) {
-      const nn::ValueShardScope v(store, u, false);
-      auto x = v.get().to_vector();
-      out.insert(out.end(), x.begin(), x.end());
-    }
-    return out;
-  }
-  offload::NvmeValueShardStore* nvme_values() {
-    return dynamic_cast<offload::NvmeValueShardStore*>(store.options().value_store.get());
-  }
-};
+offload::NvmeValueShardStore* nvme_values(Replica& r) {
+  return dynamic_cast<offload::NvmeValueShardStore*>(r.store.options().value_store.get());
+}
 
 train::TrainerOptions trainer_options(DType dt) {
   train::TrainerOptions o;
@@ -136,9 +89,8 @@ TEST_P(ParamOffload, TrainsBitwiseLikeSlicesOnTheDevice) {
   offload::test::ScratchDir dir("param");
   const std::string d = dir.str();
   MemoryLedger ledger;
-  TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
-  ParamReplica ref(c, o, w, b, dt, param_config(OffloadDevice::none, OffloadDevice::none, d));
-  ParamReplica off(c, o, w, b, dt, param_config(param, opt, d), mem);
+  Replica ref(c, offloaded(o, b, dt, param_config(OffloadDevice::none, OffloadDevice::none, d)), w);
+  Replica off(c, offloaded(o, b, dt, param_config(param, opt, d)), w, parallel::TrainingExtras::on(&ledger));
   BatchFeed f0{N, w.rank(), b, c.block_size, c.vocab_size}, f1 = f0;
   for (int s = 0; s < steps; ++s) {
     const auto a = ref.engine.train_step(std::ref(f0));
@@ -155,7 +107,7 @@ TEST_P(ParamOffload, TrainsBitwiseLikeSlicesOnTheDevice) {
   EXPECT_GT(ledger.peak(Tier::device, Category::params), 0u);  // gathered units, transiently
   std::string moved;
   if (param == OffloadDevice::nvme) {
-    auto* ps = off.nvme_values();
+    auto* ps = nvme_values(off);
     ASSERT_NE(ps, nullptr);
     const auto st = ps->swapper().stats();
     EXPECT_GT(st.bytes_read, 0u);  // more units than buffers: slices really came from the file
@@ -219,8 +171,7 @@ TEST_P(ParamOffloadUnderDeviceCap, FailsWithoutParamOffloadAndTrainsWithIt) {
   std::vector<double> losses;
   {
     MemoryLedger ledger;
-    TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
-    ParamReplica r(c, o, self, b, dt, with, mem);
+    Replica r(c, offloaded(o, b, dt, with), self, parallel::TrainingExtras::on(&ledger));
     EXPECT_EQ(ledger.current(Tier::device, Category::params), 0u);
     for (std::size_t u = 0; u < r.store.num_units(); ++u)
       slices += static_cast<double>(r.store.layout(u).hi - r.store.layout(u).lo) * 4;
@@ -236,9 +187,8 @@ TEST_P(ParamOffloadUnderDeviceCap, FailsWithoutParamOffloadAndTrainsWithIt) {
   {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
-    TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
     try {
-      ParamReplica r(c, o, self, b, dt, without, mem);
+      Replica r(c, offloaded(o, b, dt, without), self, parallel::TrainingExtras::on(&ledger));
       BatchFeed f{1, 0, b, c.block_size, c.vocab_size};
       for (int s = 0; s < 3; ++s) r.engine.train_step(std::ref(f));
       ADD_FAILURE() << "trained under a " << format_bytes(cap) << " device cap with the slices "
@@ -255,8 +205,7 @@ TEST_P(ParamOffloadUnderDeviceCap, FailsWithoutParamOffloadAndTrainsWithIt) {
   {
     MemoryLedger ledger;
     ledger.set_cap(Tier::device, cap);
-    TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
-    ParamReplica r(c, o, self, b, dt, with, mem);
+    Replica r(c, offloaded(o, b, dt, with), self, parallel::TrainingExtras::on(&ledger));
     BatchFeed f{1, 0, b, c.block_size, c.vocab_size};
     for (int s = 0; s < 3; ++s)
       EXPECT_EQ(r.engine.train_step(std::ref(f)).loss, losses[static_cast<std::size_t>(s)]);
@@ -295,7 +244,7 @@ TEST(ParamOffloadFaults, IoErrorInTheParamsSwapFileIsReportedWithItsName) {
       return armed && r.op == op ? (op == offload::IoOp::write ? ENOSPC : EIO) : 0;
     };
     auto values = std::make_shared<offload::NvmeValueShardStore>(so);
-    ParamReplica r(c, o, self, 2, DType::bf16, cfg, {}, values);
+    Replica r(c, offloaded(o, 2, DType::bf16, cfg), self, [&] { parallel::TrainingExtras e; e.value_store = values; return e; }());
     BatchFeed f{1, 0, 2, c.block_size, c.vocab_size};
     r.engine.train_step(std::ref(f));
     armed = true;

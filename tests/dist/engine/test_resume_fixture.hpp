@@ -102,20 +102,25 @@ struct Job {
   std::unique_ptr<data::TokenFile> file;
   std::unique_ptr<Replica> r;
   std::unique_ptr<data::BatchSampler> sampler;
-  std::unique_ptr<parallel::Checkpointer> ck;
+  parallel::Checkpointer* ck = nullptr;  // the assembly's
   std::int64_t step = 0;
 
   Job(const parallel::Group& dp, const JobSpec& s) {
     file = std::make_unique<data::TokenFile>(s.tokens);
-    r = std::make_unique<Replica>(s.model, s.trainer, dp, s.micro, s.accum, s.stage, s.dtype);
+    config::Config cfg = job_config(s.trainer, s.micro, s.accum, s.stage, s.dtype);
+    cfg.strata.checkpoint.dir = s.ckpt.root;
+    cfg.strata.checkpoint.save_total_limit = s.ckpt.retention.save_total_limit;
+    cfg.strata.checkpoint.keep_every = s.ckpt.retention.keep_every;
+    cfg.strata.checkpoint.async = s.ckpt.async;
+    r = std::make_unique<Replica>(s.model, cfg, dp);
     sampler = std::make_unique<data::BatchSampler>(*file, s.model.block_size, s.micro, dp.size(),
                                                    dp.rank(), true, 99);
-    ck = std::make_unique<parallel::Checkpointer>(dp, dp, r->store, r->trainer, s.stage, s.ckpt);
+    ck = &r->training->checkpoints().checkpointer();
   }
   double train_step() {
     ++step;
     return r->engine
-        .train_step([this](std::int32_t* in, std::int32_t* tgt) { sampler->next(in, tgt); })
+        .train_step([this](nn::Batch& b) { sampler->next(b["tokens"], b["targets"]); })
         .loss;
   }
   void save() {

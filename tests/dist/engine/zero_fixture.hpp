@@ -1,15 +1,16 @@
 // Shared pieces of the multi-rank engine tests: a tiny GPT, deterministic global batches, and a
-// replica (model + store + trainer + engine) at a given ZeRO stage.
+// replica built by the shared training assembly at a given ZeRO stage.
 #pragma once
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/gpt.hpp"
 #include "framework/nn/param_store.hpp"
 #include "framework/train/trainer.hpp"
-#include "parallel/engine/dp_engine.hpp"
+#include "parallel/engine/training.hpp"
 
 namespace strata::test {
 
@@ -44,44 +45,76 @@ struct BatchFeed {
       global_row(calls * N * b + rank * b + i, T, V, in + i * T, tgt + i * T);
     ++calls;
   }
+  void operator()(nn::Batch& batch) {
+    (*this)(batch["tokens"].data<std::int32_t>(), batch["targets"].data<std::int32_t>());
+  }
 };
 
-inline parallel::EngineOptions engine_options(int micro, int accum, int T, int stage,
-                                              std::int64_t bucket, bool overlap) {
-  parallel::EngineOptions e;
-  e.micro_batch = micro;
-  e.accumulation = accum;
-  e.seq_len = T;
-  e.zero.stage = stage;
-  e.zero.bucket_elements = bucket;
-  e.zero.overlap = overlap;
-  return e;
+// The config of a test job: the trainer options as config keys, the ZeRO stage and its bucket,
+// the batch, the parameter dtype (bf16 / f16 turn on that mixed precision; activations stay f32
+// unless act16, as these tests measure 16-bit parameters), seed 5. Stage-3 options as the C++
+// ZeroOptions defaults (release after every use, nothing persistent).
+inline config::Config job_config(const train::TrainerOptions& o, int micro, int accum, int stage,
+                                 DType dt = DType::f32, std::int64_t bucket = 1000,
+                                 bool overlap = true, bool checkpointing = true,
+                                 bool act16 = false) {
+  config::Config cfg;
+  cfg.strata.activation_dtype = act16 ? config::ActivationDtype::automatic : config::ActivationDtype::f32;
+  cfg.train_micro_batch_size_per_gpu = micro;
+  cfg.gradient_accumulation_steps = accum;
+  cfg.strata.seed = 5;
+  cfg.strata.activation_checkpointing = checkpointing;
+  auto& z = cfg.zero_optimization;
+  z.stage = stage;
+  z.reduce_bucket_size = bucket;
+  z.overlap_comm = overlap;
+  z.stage3_param_persistence_threshold = 0;
+  z.stage3_max_reuse_distance = 0;
+  auto& opt = cfg.optimizer;
+  if (o.optimizer == train::OptimizerKind::sgd) {
+    opt.type = config::OptimizerType::sgd;
+    opt.lr = o.sgd.lr;
+    opt.momentum = o.sgd.momentum;
+    opt.nesterov = o.sgd.nesterov;
+    opt.weight_decay = o.sgd.weight_decay;
+  } else {
+    opt.type = config::OptimizerType::adamw;
+    opt.lr = o.adamw.lr;
+    opt.betas = {o.adamw.beta1, o.adamw.beta2};
+    opt.eps = o.adamw.eps;
+    opt.weight_decay = o.adamw.weight_decay;
+  }
+  cfg.gradient_clipping = o.max_grad_norm;
+  cfg.bf16.enabled = dt == DType::bf16;
+  cfg.fp16.enabled = dt == DType::f16;
+  cfg.fp16.loss_scale = o.static_loss_scale;
+  cfg.fp16.initial_scale_power = static_cast<std::int64_t>(std::log2(o.dynamic_scaler.init_scale));
+  cfg.fp16.loss_scale_window = o.dynamic_scaler.scale_window;
+  cfg.fp16.hysteresis = o.dynamic_scaler.delayed_shift;
+  cfg.fp16.consecutive_hysteresis = o.dynamic_scaler.consecutive_hysteresis;
+  cfg.fp16.min_loss_scale = o.dynamic_scaler.min_scale;
+  return cfg;
 }
 
+// A data-parallel replica of the tiny GPT built by the shared assembly (parallel::Training).
 struct Replica {
   nn::Gpt gpt;
-  nn::ParamStore store;
-  train::Trainer trainer;
-  parallel::DataParallelEngine engine;
+  std::unique_ptr<parallel::Training> training;
+  nn::ParamStore& store;
+  train::Trainer& trainer;
+  parallel::DataParallelEngine& engine;
+  Replica(const nn::GptConfig& c, const config::Config& cfg, const parallel::Group& dp,
+          parallel::TrainingExtras extras = {})
+      : gpt(c),
+        training(std::make_unique<parallel::Training>(cfg, dp, gpt, std::move(extras))),
+        store(training->store()),
+        trainer(training->trainer()),
+        engine(training->engine()) {}
   Replica(const nn::GptConfig& c, const train::TrainerOptions& o, const parallel::Group& dp,
           int micro, int accum, int stage, DType dt = DType::f32, std::int64_t bucket = 1000,
           bool overlap = true, bool checkpointing = true, TensorOptions mem = {})
-      : gpt(c),
-        store(gpt.units(), parallel::ZeroHooks::store_options(
-                               nn::ParamStoreOptions{dt, dt, 1, mem}, stage, dp)),
-        // initialise before the trainer copies values into its master weights
-        trainer((store.initialize(5), store), o,
-                stage > 0 ? parallel::dp_reductions(dp) : train::ShardReductions{}),
-        engine(dp, gpt, store, trainer, engine_options(micro, accum, c.block_size, stage, bucket, overlap),
-               context(mem)) {
-    gpt.set_checkpointing(checkpointing);
-  }
-  static nn::Context context(const TensorOptions& mem) {
-    nn::Context ctx;
-    ctx.activations.ledger = mem.ledger;
-    ctx.workspace.ledger = mem.ledger;
-    return ctx;
-  }
+      : Replica(c, job_config(o, micro, accum, stage, dt, bucket, overlap, checkpointing), dp,
+                parallel::TrainingExtras::on(mem.ledger)) {}
   // The full fp32 master weights of every unit, gathered over dp (padding stripped).
   std::vector<float> master_weights() {
     const auto& dp = engine.dp();
@@ -94,6 +127,16 @@ struct Replica {
       if (n == 1) full = mine;
       else dp.all_gather(parallel::span(mine.data(), mine.size()), parallel::span(full.data(), full.size())).wait();
       out.insert(out.end(), full.begin(), full.begin() + l.numel);
+    }
+    return out;
+  }
+  // This rank's owned parameter slices (16-bit or f32 values, widened).
+  std::vector<float> value_shards() {
+    std::vector<float> out;
+    for (std::size_t u = 0; u < store.num_units(); ++u) {
+      const nn::ValueShardScope v(store, u, false);
+      auto x = v.get().to_vector();
+      out.insert(out.end(), x.begin(), x.end());
     }
     return out;
   }

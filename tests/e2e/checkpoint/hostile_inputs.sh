@@ -76,13 +76,25 @@ expect "deep --set value" 1 "$strata" config check config.json --set "strata.see
 
 # 5. Outputs are written only over regular files (or missing paths).
 if mknod full_device c 1 7 2>/dev/null; then device=full_device; else mkfifo full_device; device=full_device; fi
-expect "export over a device" 1 "$strata" ckpt export ck --output $device &&
+expect "export over a device" 1 "$strata" ckpt export ck --format h5 --output $device &&
   err_has "export over a device" "is a (character device|FIFO), not a regular file"
 [[ -f $device ]] && fail "export replaced $device with a regular file"
+# (without .h5 the output is a Hugging Face directory)
+expect "HF export over a device" 1 "$strata" ckpt export ck --output $device &&
+  err_has "HF export over a device" "is a (character device|FIFO), not a directory"
+[[ -f $device ]] && fail "HF export replaced $device with a regular file"
+mkdir -p hf_out
+mkfifo hf_out/model.safetensors
+expect "HF export over a FIFO" 1 "$strata" ckpt export ck --output hf_out &&
+  err_has "HF export over a FIFO" "model.safetensors' is a FIFO, not a regular file"
+[[ -p hf_out/model.safetensors ]] || fail "HF export replaced hf_out/model.safetensors"
 mkdir -p out_dir
-expect "export into a directory" 1 "$strata" ckpt export ck --output out_dir && err_has "export into a directory" "is a directory"
+expect "export into a directory" 1 "$strata" ckpt export ck --format h5 --output out_dir &&
+  err_has "export into a directory" "is a directory"
 expect "export into /proc" 1 "$strata" ckpt export ck --output /proc/strata-test-export.h5 &&
   err_has "export into /proc" "cannot create files in '/proc'"
+expect "HF export into /proc" 1 "$strata" ckpt export ck --output /proc/strata-test-hf &&
+  err_has "HF export into /proc" "cannot create entries in '/proc'"
 expect "import over a file" 1 "$strata" ckpt import tiny.train.tok --output config.json
 
 # 6. Unusable values are refused at start-up.

@@ -66,14 +66,31 @@ TEST(ConfigOverride, MalformedAssignments) {
   EXPECT_TRUE(testing::fails_with([&] { apply_override(doc, "zero_optimization.stage"); },
                                   {"override 'zero_optimization.stage' has no '='"}));
   EXPECT_TRUE(testing::fails_with([&] { apply_override(doc, "=3"); }, {"has no key"}));
-  EXPECT_TRUE(testing::fails_with([&] { apply_override(doc, "wandb.enabled=true"); },
-                                  {"'wandb' is a DeepSpeed key Strata does not take"}));
+  EXPECT_TRUE(testing::fails_with([&] { apply_override(doc, "flux.enabled=true"); },
+                                  {"unknown key 'flux'; valid keys at the top level:"}));
   EXPECT_TRUE(
       testing::fails_with([&] { apply_override(doc, "fp16.enabled.x=1"); },
                           {"unknown key 'fp16.enabled.x': fp16.enabled takes true or false"}));
   json scalar = {{"fp16", 5}};
   EXPECT_TRUE(testing::fails_with([&] { apply_override(scalar, "fp16.enabled=true"); },
                                   {"cannot set fp16.enabled: fp16 is 5, not an object"}));
+}
+
+// DeepSpeed keys Strata does not have can be set too; the parser judges them as in a file.
+TEST(ConfigOverride, DeepSpeedKeysAreJudgedLikeInAFile) {
+  json doc = minimal();
+  apply_override(doc, "wandb.enabled=true");
+  apply_override(doc, "prescale_gradients=false");
+  apply_override(doc, "optimizer.params.torch_adam=true");
+  EXPECT_EQ(doc["wandb"]["enabled"], true);
+  Problems problems;
+  const Config c = check_config(doc, problems);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems.list()[0].kind, ProblemKind::not_implemented);
+  EXPECT_NE(problems.list()[0].text.find("wandb asks for logging to Weights & Biases, a DeepSpeed "
+                                         "feature Strata does not implement"),
+            std::string::npos);
+  EXPECT_EQ(c.notes.size(), 2u);
 }
 
 TEST(ConfigOverride, BadValuesAreReportedByTheParserWithTheKey) {

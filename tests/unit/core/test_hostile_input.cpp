@@ -37,7 +37,7 @@ TEST(JsonLimits, DeepNestingIsRefusedWithItsPosition) {
   const std::string deep = "{\"a\":\n " + std::string(100000, '[') + std::string(100000, ']') + "}";
   const std::string msg = message_of([&] { check_json_limits(deep, "c.json", "config"); });
   EXPECT_EQ(msg,
-            "[config] c.json:2:65: JSON nested more than 64 levels deep; a config needs a few");
+            "[config] c.json:2:65: JSON nested more than 64 levels deep (Strata's inputs need a few)");
   // 64 levels are fine, and brackets inside strings do not count.
   const std::string ok = std::string(63, '[') + "\"[[[[{{{{\\\"[[[[\"" + std::string(63, ']');
   EXPECT_NO_THROW(check_json_limits("{\"a\":" + ok + "}", "c.json", "config"));

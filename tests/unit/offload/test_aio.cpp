@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "framework/core/error.hpp"
 #include "offload/aio.hpp"
 #include "offload/host_buffer.hpp"
 #include "offload/swap_file.hpp"

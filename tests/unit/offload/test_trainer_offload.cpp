@@ -1,12 +1,14 @@
 // The Trainer with its optimizer state on the host or on NVMe computes exactly what it computes
 // with the state resident: parameters bitwise equal after every step (f32 and bf16, AdamW and
 // SGD, whole units and an owned shard). Also checks the claims of the CPU AdamW the offloaded
-// step runs on: every SIMD path and the threaded dispatcher equal the scalar reference bitwise.
+// step runs on: every SIMD path and the threaded dispatcher equal the scalar reference bitwise,
+// and so does the bf16 copy of the parameters each path writes.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <memory>
 
+#include "framework/core/half.hpp"
 #include "framework/optim/adamw.hpp"
 #include "framework/train/trainer.hpp"
 #include "offload/host_state_store.hpp"
@@ -157,6 +159,10 @@ TEST(CpuAdamW, EveryPathAndTheThreadedDispatcherEqualTheScalarReference) {
     EXPECT_EQ(p, ref_p) << optim::simd_path_name(path);
     EXPECT_EQ(m, ref_m) << optim::simd_path_name(path);
     EXPECT_EQ(v, ref_v) << optim::simd_path_name(path);
+    // The bf16 copy the forward pass reads: each updated master rounded to nearest-even.
+    std::size_t bad16 = 0;
+    for (std::size_t i = 0; i < n; ++i) bad16 += p16[i] != f32_to_bf16(ref_p[i]);
+    EXPECT_EQ(bad16, 0u) << optim::simd_path_name(path);
   }
   auto p = p0, m = m0, v = v0;
   optim::adamw_step(p.data(), g.data(), m.data(), v.data(), n, h, 7, 0.5f);

@@ -74,7 +74,10 @@ TEST(ValueShardStores, RoundTripBitwiseAndChargeTheirTier) {
   }
 }
 
-TEST(NvmeValueShardStore, ReadsAheadForwardBackwardAndForward) {
+// The store reads ahead exactly the units its caller says come next (expect()), so every acquire
+// of a forward, backward and optimizer pass finds its unit resident or in flight; without an
+// expectation, or once the caller goes elsewhere, it reads nothing ahead.
+TEST(NvmeValueShardStore, ReadsAheadWhatTheCallerExpects) {
   ScratchDir dir("paramsdir");
   MemoryLedger ledger;
   SwapperOptions o;
@@ -89,19 +92,32 @@ TEST(NvmeValueShardStore, ReadsAheadForwardBackwardAndForward) {
     s.release(u, true);
   }
   s.flush();
-  s.swapper().reset_stats();
-  // Forward 0..n-1, backward n-1..0, optimizer 0..n-1: after the first two acquires of each pass
-  // have set the direction, every acquire finds its unit read ahead.
+  // Forward 0..n-1, backward n-1..0, optimizer 0..n-1, as the engine's schedule says.
   std::vector<std::size_t> order;
   for (std::size_t u = 0; u < n; ++u) order.push_back(u);
   for (std::size_t u = n; u-- > 0;) order.push_back(u);
   for (std::size_t u = 0; u < n; ++u) order.push_back(u);
-  for (std::size_t u : order) {
-    Tensor t = s.acquire(u);
-    EXPECT_EQ(t.to_vector(), expected(t, 1, u));
-    s.release(u, false);
-  }
-  EXPECT_GE(s.swapper().stats().hits, order.size() - 4);
+  auto run = [&](const std::vector<std::size_t>& units) {
+    for (std::size_t u : units) {
+      Tensor t = s.acquire(u);
+      EXPECT_EQ(t.to_vector(), expected(t, 1, u));
+      s.release(u, false);
+    }
+  };
+  // Told: every acquire finds its unit read ahead (resident or in flight).
+  s.swapper().reset_stats();
+  s.expect(order);
+  run(order);
+  EXPECT_EQ(s.swapper().stats().hits, order.size());
+  // Not told: nothing is read ahead (a direction-guessing store would read unit 2 after 0, 1).
+  run({0, 1});
+  EXPECT_FALSE(s.swapper().resident(2));
+  // Told one order, then going elsewhere: the expectation is dropped, not followed further.
+  s.swapper().reset_stats();
+  s.expect({2, 3, 4});  // reads 2 and 3 ahead (two idle buffers)
+  run({7, 6, 5});
+  EXPECT_FALSE(s.swapper().resident(4));
+  EXPECT_LE(s.swapper().stats().reads, 5u);
 }
 
 TEST(ValueShardStores, ConfigPicksTheStore) {

@@ -1,0 +1,76 @@
+// The table of op implementations a backend provides. ops.cpp checks every op's arguments once
+// and then calls the table of the tensors' device, so a backend's functions receive tensors that
+// are already known to be consistent (shapes, dtypes, one device, contiguous where required). A
+// table must be complete: every entry set (registration checks it), so no op ever finds a
+// backend that "does not support" it.
+#pragma once
+
+#include <cstdint>
+
+#include "framework/core/tensor.hpp"
+#include "framework/optim/adamw.hpp"
+#include "framework/optim/sgd.hpp"
+
+namespace strata::ops {
+
+struct OpTable {
+  const char* name = nullptr;  // "cpu", "cuda"
+
+  void (*matmul)(const Tensor& A, const Tensor& B, const Tensor& C, bool trans_a, bool trans_b,
+                 float alpha, float beta) = nullptr;
+  void (*linear_forward)(const Tensor& x, const Tensor& W, const Tensor& b,
+                         const Tensor& y) = nullptr;
+  void (*linear_backward)(const Tensor& x, const Tensor& W, const Tensor& dy, const Tensor& dx,
+                          const Tensor& dW, const Tensor& db) = nullptr;
+  void (*layernorm_forward)(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
+                            const Tensor& mean, const Tensor& rstd, float eps) = nullptr;
+  void (*layernorm_backward)(const Tensor& dy, const Tensor& x, const Tensor& w,
+                             const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                             const Tensor& dw, const Tensor& db) = nullptr;
+  void (*gelu_forward)(const Tensor& x, const Tensor& y) = nullptr;
+  void (*gelu_backward)(const Tensor& x, const Tensor& dy, const Tensor& dx) = nullptr;
+  void (*attention_forward)(const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                            int n_head) = nullptr;
+  void (*attention_backward)(const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                             const Tensor& dout, const Tensor& dqkv, int n_head) = nullptr;
+  void (*embedding_forward)(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                            const Tensor& out) = nullptr;
+  void (*embedding_backward)(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
+                             const Tensor& dwpe) = nullptr;
+  double (*cross_entropy_forward)(const Tensor& logits, const Tensor& targets,
+                                  const Tensor& lse) = nullptr;
+  void (*cross_entropy_backward)(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                                 const Tensor& dlogits, float scale) = nullptr;
+  void (*row_max)(const Tensor& logits, const Tensor& out) = nullptr;
+  void (*row_sum_exp)(const Tensor& logits, const Tensor& max, const Tensor& out) = nullptr;
+  void (*target_logit)(const Tensor& logits, const Tensor& targets, std::int64_t vocab_start,
+                       const Tensor& out) = nullptr;
+  void (*cross_entropy_backward_slice)(const Tensor& logits, const Tensor& lse,
+                                       const Tensor& targets, std::int64_t vocab_start,
+                                       float scale, const Tensor& dlogits) = nullptr;
+  void (*add)(const Tensor& a, const Tensor& b, const Tensor& out) = nullptr;
+  void (*add_inplace)(const Tensor& a, const Tensor& b) = nullptr;
+  void (*scale_inplace)(const Tensor& a, float s) = nullptr;
+  void (*cast)(const Tensor& src, const Tensor& dst) = nullptr;
+  double (*sum_squares)(const Tensor& x) = nullptr;
+  bool (*has_inf_or_nan)(const Tensor& x) = nullptr;
+  void (*adamw_step)(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
+                     const optim::AdamWHyper& h, std::int64_t step, float grad_scale,
+                     const Tensor& param16) = nullptr;
+  void (*sgd_step)(const Tensor& master, const Tensor& grad, const Tensor& momentum,
+                   const optim::SGDHyper& h, std::int64_t step, float grad_scale,
+                   const Tensor& param16) = nullptr;
+};
+
+// The table for a device: the CPU backend's, or the CUDA backend's when this build has one
+// (throws UserError naming what is missing otherwise).
+const OpTable& op_table(Device device);
+
+// The backends' tables (the CUDA one is nullptr in a build without CUDA kernels).
+const OpTable& cpu_op_table();
+const OpTable* cuda_op_table();
+
+// Throws strata::Error naming the first entry a table leaves unset.
+void check_complete(const OpTable& table);
+
+}  // namespace strata::ops

@@ -1,0 +1,400 @@
+// The ops' argument checks and their dispatch to the device's table.
+#include "framework/backend/ops/ops.hpp"
+
+#include <array>
+#include <initializer_list>
+
+#include "framework/backend/ops/op_table.hpp"
+
+namespace strata::ops {
+namespace {
+
+bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+// A float operand: defined, f32/bf16/f16, contiguous, of the expected rank.
+void check_float(const char* op, const char* name, const Tensor& t, std::size_t rank) {
+  STRATA_CHECK(t.defined(), "ops", "{}: {} is undefined", op, name);
+  STRATA_CHECK(is_float(t.dtype()), "ops", "{}: {} is {}, expected f32, bf16 or f16", op, name,
+               dtype_name(t.dtype()));
+  STRATA_CHECK(t.is_contiguous(), "ops", "{}: {} {} is not contiguous", op, name, t.shape().str());
+  STRATA_CHECK(rank == 0 || t.rank() == rank, "ops", "{}: {} has shape {}, expected rank {}", op,
+               name, t.shape().str(), rank);
+}
+
+void check_shape(const char* op, const char* name, const Tensor& t, const Shape& want) {
+  STRATA_CHECK(t.shape() == want, "ops", "{}: {} has shape {}, expected {}", op, name,
+               t.shape().str(), want.str());
+}
+
+void check_numel(const char* op, const char* name, const Tensor& t, std::int64_t n) {
+  STRATA_CHECK(t.numel() == n, "ops", "{}: {} has {} elements ({}), expected {}", op, name,
+               t.numel(), t.shape().str(), n);
+}
+
+void check_f32(const char* op, const char* name, const Tensor& t) {
+  STRATA_CHECK(t.defined() && t.dtype() == DType::f32 && t.is_contiguous(), "ops",
+               "{}: {} must be a contiguous f32 tensor{}", op, name,
+               t.defined() ? fmt::format(" (it is {} {})", dtype_name(t.dtype()), t.shape().str())
+                           : " (it is undefined)");
+}
+
+void check_i32(const char* op, const char* name, const Tensor& t) {
+  STRATA_CHECK(t.defined() && t.dtype() == DType::i32 && t.is_contiguous(), "ops",
+               "{}: {} must be a contiguous i32 tensor{}", op, name,
+               t.defined() ? fmt::format(" (it is {} {})", dtype_name(t.dtype()), t.shape().str())
+                           : " (it is undefined)");
+}
+
+// Every defined operand on one device; returns that device's table.
+const OpTable& table(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    if (!first) {
+      first = t;
+      continue;
+    }
+    STRATA_CHECK(t->device() == first->device(), "ops",
+                 "{}: operands are on different devices ({} and {}); copy them to one device first",
+                 op, first->device().str(), t->device().str());
+  }
+  STRATA_CHECK(first, "ops", "{}: no operand is defined", op);
+  return op_table(first->device());
+}
+
+}  // namespace
+
+void matmul(const Tensor& A, const Tensor& B, const Tensor& C, bool ta, bool tb, float alpha,
+            float beta) {
+  const char* op = "matmul";
+  check_float(op, "A", A, 2);
+  check_float(op, "B", B, 2);
+  check_float(op, "C", C, 2);
+  const std::int64_t M = ta ? A.dim(1) : A.dim(0), K = ta ? A.dim(0) : A.dim(1);
+  const std::int64_t KB = tb ? B.dim(1) : B.dim(0), N = tb ? B.dim(0) : B.dim(1);
+  STRATA_CHECK(K == KB, "ops", "matmul: inner extents differ: op(A) is [{}, {}], op(B) is [{}, {}]",
+               M, K, KB, N);
+  check_shape(op, "C", C, Shape{M, N});
+  table(op, {&A, &B, &C}).matmul(A, B, C, ta, tb, alpha, beta);
+}
+
+void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y) {
+  const char* op = "linear_forward";
+  check_float(op, "x", x, 2);
+  check_float(op, "W", W, 2);
+  check_float(op, "y", y, 2);
+  const std::int64_t N = x.dim(0), in = x.dim(1), out = W.dim(0);
+  check_shape(op, "W", W, Shape{out, in});
+  check_shape(op, "y", y, Shape{N, out});
+  if (b.defined()) {
+    check_float(op, "b", b, 0);
+    check_numel(op, "b", b, out);
+  }
+  table(op, {&x, &W, &b, &y}).linear_forward(x, W, b, y);
+}
+
+void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, const Tensor& dx,
+                     const Tensor& dW, const Tensor& db) {
+  const char* op = "linear_backward";
+  check_float(op, "x", x, 2);
+  check_float(op, "W", W, 2);
+  check_float(op, "dy", dy, 2);
+  check_float(op, "dW", dW, 2);
+  const std::int64_t N = x.dim(0), in = x.dim(1), out = W.dim(0);
+  check_shape(op, "W", W, Shape{out, in});
+  check_shape(op, "dy", dy, Shape{N, out});
+  check_shape(op, "dW", dW, Shape{out, in});
+  if (dx.defined()) {
+    check_float(op, "dx", dx, 2);
+    check_shape(op, "dx", dx, Shape{N, in});
+  }
+  if (db.defined()) {
+    check_float(op, "db", db, 0);
+    check_numel(op, "db", db, out);
+  }
+  table(op, {&x, &W, &dy, &dx, &dW, &db}).linear_backward(x, W, dy, dx, dW, db);
+}
+
+void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
+                       const Tensor& mean, const Tensor& rstd, float eps) {
+  const char* op = "layernorm_forward";
+  check_float(op, "x", x, 2);
+  check_float(op, "y", y, 2);
+  check_float(op, "w", w, 0);
+  check_float(op, "b", b, 0);
+  check_f32(op, "mean", mean);
+  check_f32(op, "rstd", rstd);
+  const std::int64_t N = x.dim(0), C = x.dim(1);
+  check_shape(op, "y", y, x.shape());
+  check_numel(op, "w", w, C);
+  check_numel(op, "b", b, C);
+  check_numel(op, "mean", mean, N);
+  check_numel(op, "rstd", rstd, N);
+  table(op, {&x, &w, &b, &y, &mean, &rstd}).layernorm_forward(x, w, b, y, mean, rstd, eps);
+}
+
+void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                        const Tensor& rstd, const Tensor& dx, const Tensor& dw, const Tensor& db) {
+  const char* op = "layernorm_backward";
+  check_float(op, "x", x, 2);
+  check_float(op, "dy", dy, 2);
+  check_float(op, "dx", dx, 2);
+  check_float(op, "w", w, 0);
+  check_float(op, "dw", dw, 0);
+  check_float(op, "db", db, 0);
+  check_f32(op, "mean", mean);
+  check_f32(op, "rstd", rstd);
+  const std::int64_t N = x.dim(0), C = x.dim(1);
+  check_shape(op, "dy", dy, x.shape());
+  check_shape(op, "dx", dx, x.shape());
+  check_numel(op, "w", w, C);
+  check_numel(op, "dw", dw, C);
+  check_numel(op, "db", db, C);
+  check_numel(op, "mean", mean, N);
+  check_numel(op, "rstd", rstd, N);
+  table(op, {&dy, &x, &w, &mean, &rstd, &dx, &dw, &db})
+      .layernorm_backward(dy, x, w, mean, rstd, dx, dw, db);
+}
+
+void gelu_forward(const Tensor& x, const Tensor& y) {
+  const char* op = "gelu_forward";
+  check_float(op, "x", x, 0);
+  check_float(op, "y", y, 0);
+  check_shape(op, "y", y, x.shape());
+  table(op, {&x, &y}).gelu_forward(x, y);
+}
+
+void gelu_backward(const Tensor& x, const Tensor& dy, const Tensor& dx) {
+  const char* op = "gelu_backward";
+  check_float(op, "x", x, 0);
+  check_float(op, "dy", dy, 0);
+  check_float(op, "dx", dx, 0);
+  check_shape(op, "dy", dy, x.shape());
+  check_shape(op, "dx", dx, x.shape());
+  table(op, {&x, &dy, &dx}).gelu_backward(x, dy, dx);
+}
+
+namespace {
+// qkv [B,T,3C] with C divisible by n_head; returns {B, T, C}.
+std::array<std::int64_t, 3> attention_dims(const char* op, const Tensor& qkv, int n_head) {
+  check_float(op, "qkv", qkv, 3);
+  const std::int64_t B = qkv.dim(0), T = qkv.dim(1), C3 = qkv.dim(2);
+  STRATA_CHECK(C3 % 3 == 0 && n_head > 0 && (C3 / 3) % n_head == 0, "ops",
+               "{}: qkv {} is not [B, T, 3C] with C divisible by {} heads", op, qkv.shape().str(),
+               n_head);
+  return {B, T, C3 / 3};
+}
+}  // namespace
+
+void attention_forward(const Tensor& qkv, const Tensor& out, const Tensor& lse, int n_head) {
+  const char* op = "attention_forward";
+  const auto [B, T, C] = attention_dims(op, qkv, n_head);
+  check_float(op, "out", out, 0);
+  check_numel(op, "out", out, B * T * C);
+  check_f32(op, "lse", lse);
+  check_numel(op, "lse", lse, B * n_head * T);
+  table(op, {&qkv, &out, &lse}).attention_forward(qkv, out, lse, n_head);
+}
+
+void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, const Tensor& dqkv, int n_head) {
+  const char* op = "attention_backward";
+  const auto [B, T, C] = attention_dims(op, qkv, n_head);
+  check_float(op, "out", out, 0);
+  check_float(op, "dout", dout, 0);
+  check_float(op, "dqkv", dqkv, 0);
+  check_numel(op, "out", out, B * T * C);
+  check_numel(op, "dout", dout, B * T * C);
+  check_numel(op, "dqkv", dqkv, qkv.numel());
+  check_f32(op, "lse", lse);
+  check_numel(op, "lse", lse, B * n_head * T);
+  table(op, {&qkv, &out, &lse, &dout, &dqkv}).attention_backward(qkv, out, lse, dout, dqkv, n_head);
+}
+
+void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                       const Tensor& out) {
+  const char* op = "embedding_forward";
+  check_i32(op, "tokens", tokens);
+  STRATA_CHECK(tokens.rank() == 2, "ops", "{}: tokens {} must be [B, T]", op, tokens.shape().str());
+  check_float(op, "wte", wte, 2);
+  check_float(op, "wpe", wpe, 2);
+  check_float(op, "out", out, 2);
+  const std::int64_t T = tokens.dim(1), C = wte.dim(1);
+  STRATA_CHECK(wpe.dim(1) == C && wpe.dim(0) >= T, "ops",
+               "{}: wpe {} does not cover {} positions of width {}", op, wpe.shape().str(), T, C);
+  check_shape(op, "out", out, Shape{tokens.numel(), C});
+  table(op, {&tokens, &wte, &wpe, &out}).embedding_forward(tokens, wte, wpe, out);
+}
+
+void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
+                        const Tensor& dwpe) {
+  const char* op = "embedding_backward";
+  check_i32(op, "tokens", tokens);
+  STRATA_CHECK(tokens.rank() == 2, "ops", "{}: tokens {} must be [B, T]", op, tokens.shape().str());
+  check_float(op, "dout", dout, 2);
+  const std::int64_t T = tokens.dim(1), C = dout.dim(1);
+  check_shape(op, "dout", dout, Shape{tokens.numel(), C});
+  if (dwte.defined()) {
+    check_float(op, "dwte", dwte, 2);
+    STRATA_CHECK(dwte.dim(1) == C, "ops", "{}: dwte {} is not [V, {}]", op, dwte.shape().str(), C);
+  }
+  if (dwpe.defined()) {
+    check_float(op, "dwpe", dwpe, 2);
+    STRATA_CHECK(dwpe.dim(1) == C && dwpe.dim(0) >= T, "ops",
+                 "{}: dwpe {} does not cover {} positions of width {}", op, dwpe.shape().str(), T, C);
+  }
+  table(op, {&tokens, &dout, &dwte, &dwpe}).embedding_backward(tokens, dout, dwte, dwpe);
+}
+
+namespace {
+// logits [N,V], targets i32 with N elements.
+void check_logits(const char* op, const Tensor& logits, const Tensor& targets) {
+  check_float(op, "logits", logits, 2);
+  check_i32(op, "targets", targets);
+  check_numel(op, "targets", targets, logits.dim(0));
+}
+}  // namespace
+
+double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse) {
+  const char* op = "cross_entropy_forward";
+  check_logits(op, logits, targets);
+  check_f32(op, "lse", lse);
+  check_numel(op, "lse", lse, logits.dim(0));
+  return table(op, {&logits, &targets, &lse}).cross_entropy_forward(logits, targets, lse);
+}
+
+void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                            const Tensor& dlogits, float scale) {
+  const char* op = "cross_entropy_backward";
+  check_logits(op, logits, targets);
+  check_f32(op, "lse", lse);
+  check_numel(op, "lse", lse, logits.dim(0));
+  check_float(op, "dlogits", dlogits, 2);
+  check_shape(op, "dlogits", dlogits, logits.shape());
+  table(op, {&logits, &lse, &targets, &dlogits})
+      .cross_entropy_backward(logits, lse, targets, dlogits, scale);
+}
+
+void row_max(const Tensor& logits, const Tensor& out) {
+  const char* op = "row_max";
+  check_float(op, "logits", logits, 2);
+  check_f32(op, "out", out);
+  check_numel(op, "out", out, logits.dim(0));
+  table(op, {&logits, &out}).row_max(logits, out);
+}
+
+void row_sum_exp(const Tensor& logits, const Tensor& max, const Tensor& out) {
+  const char* op = "row_sum_exp";
+  check_float(op, "logits", logits, 2);
+  check_f32(op, "max", max);
+  check_f32(op, "out", out);
+  check_numel(op, "max", max, logits.dim(0));
+  check_numel(op, "out", out, logits.dim(0));
+  table(op, {&logits, &max, &out}).row_sum_exp(logits, max, out);
+}
+
+void target_logit(const Tensor& logits, const Tensor& targets, std::int64_t vocab_start,
+                  const Tensor& out) {
+  const char* op = "target_logit";
+  check_logits(op, logits, targets);
+  check_f32(op, "out", out);
+  check_numel(op, "out", out, logits.dim(0));
+  STRATA_CHECK(vocab_start >= 0, "ops", "{}: negative vocab_start {}", op, vocab_start);
+  table(op, {&logits, &targets, &out}).target_logit(logits, targets, vocab_start, out);
+}
+
+void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                                  std::int64_t vocab_start, float scale, const Tensor& dlogits) {
+  const char* op = "cross_entropy_backward_slice";
+  check_logits(op, logits, targets);
+  check_f32(op, "lse", lse);
+  check_numel(op, "lse", lse, logits.dim(0));
+  check_float(op, "dlogits", dlogits, 2);
+  check_shape(op, "dlogits", dlogits, logits.shape());
+  STRATA_CHECK(vocab_start >= 0, "ops", "{}: negative vocab_start {}", op, vocab_start);
+  table(op, {&logits, &lse, &targets, &dlogits})
+      .cross_entropy_backward_slice(logits, lse, targets, vocab_start, scale, dlogits);
+}
+
+void add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const char* op = "add";
+  check_float(op, "a", a, 0);
+  check_float(op, "b", b, 0);
+  check_float(op, "out", out, 0);
+  check_shape(op, "b", b, a.shape());
+  check_shape(op, "out", out, a.shape());
+  table(op, {&a, &b, &out}).add(a, b, out);
+}
+
+void add_inplace(const Tensor& a, const Tensor& b) {
+  const char* op = "add_inplace";
+  check_float(op, "a", a, 0);
+  check_float(op, "b", b, 0);
+  check_numel(op, "b", b, a.numel());
+  table(op, {&a, &b}).add_inplace(a, b);
+}
+
+void scale_inplace(const Tensor& a, float s) {
+  check_float("scale_inplace", "a", a, 0);
+  table("scale_inplace", {&a}).scale_inplace(a, s);
+}
+
+void cast(const Tensor& src, const Tensor& dst) {
+  const char* op = "cast";
+  check_float(op, "src", src, 0);
+  check_float(op, "dst", dst, 0);
+  check_numel(op, "dst", dst, src.numel());
+  table(op, {&src, &dst}).cast(src, dst);
+}
+
+double sum_squares(const Tensor& x) {
+  check_float("sum_squares", "x", x, 0);
+  return table("sum_squares", {&x}).sum_squares(x);
+}
+
+bool has_inf_or_nan(const Tensor& x) {
+  check_float("has_inf_or_nan", "x", x, 0);
+  return table("has_inf_or_nan", {&x}).has_inf_or_nan(x);
+}
+
+namespace {
+void check_update(const char* op, const Tensor& master, const Tensor& grad,
+                  std::initializer_list<std::pair<const char*, const Tensor*>> states,
+                  const Tensor& param16) {
+  check_f32(op, "master", master);
+  check_float(op, "grad", grad, 0);
+  check_numel(op, "grad", grad, master.numel());
+  for (const auto& [name, t] : states) {
+    check_f32(op, name, *t);
+    check_numel(op, name, *t, master.numel());
+  }
+  if (param16.defined()) {
+    check_float(op, "param16", param16, 0);
+    STRATA_CHECK(param16.dtype() != DType::f32, "ops", "{}: param16 must be bf16 or f16", op);
+    check_numel(op, "param16", param16, master.numel());
+  }
+}
+}  // namespace
+
+void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
+                const optim::AdamWHyper& h, std::int64_t step, float grad_scale,
+                const Tensor& param16) {
+  const char* op = "adamw_step";
+  check_update(op, master, grad, {{"m", &m}, {"v", &v}}, param16);
+  STRATA_CHECK(step >= 1, "ops", "{}: step {} must be >= 1", op, step);
+  table(op, {&master, &grad, &m, &v, &param16})
+      .adamw_step(master, grad, m, v, h, step, grad_scale, param16);
+}
+
+void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
+              const optim::SGDHyper& h, std::int64_t step, float grad_scale,
+              const Tensor& param16) {
+  const char* op = "sgd_step";
+  if (h.momentum != 0.0) check_update(op, master, grad, {{"momentum", &momentum}}, param16);
+  else check_update(op, master, grad, {}, param16);
+  STRATA_CHECK(step >= 1, "ops", "{}: step {} must be >= 1", op, step);
+  table(op, {&master, &grad, &momentum, &param16})
+      .sgd_step(master, grad, momentum, h, step, grad_scale, param16);
+}
+
+}  // namespace strata::ops

@@ -1,0 +1,114 @@
+// Tensor operations for layers, ZeRO hooks and the trainer. Each op checks shapes, dtypes and
+// devices once, then dispatches on the tensors' device to the table its backend registers
+// (op_table.hpp): the CPU backend today, CUDA next. Callers never touch a backend's kernels.
+//
+// Conventions (as the CPU kernels'): activations are row-major [N, C] with N = B*T rows. Float
+// tensors may be f32, bf16 or f16 in any mix (kernels accumulate in f32; 16-bit results are
+// rounded to nearest-even). Parameter gradients (dW, db, dw, dwte, ...) are ACCUMULATED (+=);
+// other outputs are OVERWRITTEN. An optional tensor is passed as an undefined Tensor().
+// Every op is deterministic: the same inputs give bitwise the same outputs on a backend, whatever
+// its thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "framework/core/tensor.hpp"
+#include "framework/optim/adamw.hpp"
+#include "framework/optim/sgd.hpp"
+
+namespace strata::ops {
+
+// ---- dense algebra ----
+// C = alpha * op(A) @ op(B) + beta * C; A [M,K] (or [K,M] with trans_a), B [K,N] (or [N,K]),
+// C [M,N]; all 2-D and contiguous.
+void matmul(const Tensor& A, const Tensor& B, const Tensor& C, bool trans_a = false,
+            bool trans_b = false, float alpha = 1.0f, float beta = 0.0f);
+// y[N,out] = x[N,in] @ W[out,in]^T + b[out] (b optional).
+void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y);
+// dx[N,in] = dy @ W (dx optional: skipped); dW += dy^T @ x; db += sum over rows of dy (optional).
+void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, const Tensor& dx,
+                     const Tensor& dW, const Tensor& db);
+
+// ---- normalisation and activations ----
+// LayerNorm over the last dim of x [N,C] with gain w[C] and bias b[C]; writes y [N,C] and the
+// f32 mean[N], rstd[N] that backward needs.
+void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
+                       const Tensor& mean, const Tensor& rstd, float eps);
+// dx [N,C] overwritten; dw, db [C] accumulated.
+void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                        const Tensor& rstd, const Tensor& dx, const Tensor& dw, const Tensor& db);
+// GELU, tanh approximation (PyTorch approximate='tanh'); x and y of the same shape.
+void gelu_forward(const Tensor& x, const Tensor& y);
+// dx = gelu'(x) * dy; dx may be the same tensor as dy.
+void gelu_backward(const Tensor& x, const Tensor& dy, const Tensor& dx);
+
+// ---- attention ----
+// Causal multi-head self-attention on a fused qkv [B,T,3C] (q, k, v each [B,T,NH,C/NH] within
+// the C-wide thirds, nanoGPT's c_attn output). out [B,T,C]; lse [B,NH,T] f32: the log-sum-exp of
+// each softmax row, saved instead of the T×T probabilities. Scale 1/sqrt(C/NH).
+void attention_forward(const Tensor& qkv, const Tensor& out, const Tensor& lse, int n_head);
+// dqkv [B,T,3C] overwritten; backward recomputes the probabilities from lse.
+void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, const Tensor& dqkv, int n_head);
+
+// ---- embeddings ----
+// out[b*T+t, :] = wte[tokens[b,t], :] + wpe[t, :]; tokens i32 [B,T], wte [V,C], wpe [>=T, C],
+// out [B*T, C]. Tokens outside [0, V) are an error.
+void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                       const Tensor& out);
+// dwte[tokens[b,t]] += dout[b*T+t]; dwpe[t] += sum over b of dout[b*T+t] (either optional).
+// Deterministic order (no atomics).
+void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
+                        const Tensor& dwpe);
+
+// ---- cross-entropy over a vocabulary, whole or in pieces ----
+// Softmax cross-entropy of logits [N,V] against targets i32 [N] (< 0: ignored row). Writes
+// lse [N] f32 and returns the SUM of the losses of the valid rows (double accumulation).
+double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse);
+// dlogits [N,V] = (softmax(logits) - onehot(target)) * scale, 0 on ignored rows. dlogits may be
+// the same tensor as logits (in place).
+void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                            const Tensor& dlogits, float scale);
+// The pieces a vocabulary-parallel cross-entropy is built from, each on a slice of the
+// vocabulary [vocab_start, vocab_start + V) held as logits [N,V] (reduce max and sums over the
+// slices between them):
+//   row_max:      out[r] = max_j logits[r,j]                                      (f32 [N])
+//   row_sum_exp:  out[r] = sum_j exp(logits[r,j] - max[r])                        (f32 [N])
+//   target_logit: out[r] = logits[r, targets[r] - vocab_start] if the target falls in this
+//                 slice, else 0                                                  (f32 [N])
+//   cross_entropy_backward_slice: dlogits = (exp(logits - lse[r]) - [j == target - start]) *
+//                 scale, 0 on ignored rows.
+void row_max(const Tensor& logits, const Tensor& out);
+void row_sum_exp(const Tensor& logits, const Tensor& max, const Tensor& out);
+void target_logit(const Tensor& logits, const Tensor& targets, std::int64_t vocab_start,
+                  const Tensor& out);
+void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                                  std::int64_t vocab_start, float scale, const Tensor& dlogits);
+
+// ---- elementwise ----
+void add(const Tensor& a, const Tensor& b, const Tensor& out);  // out = a + b (same shapes)
+void add_inplace(const Tensor& a, const Tensor& b);              // a += b
+void scale_inplace(const Tensor& a, float s);                    // a *= s
+// dst = src converted to dst's dtype (same shape, contiguous; RNE for 16-bit).
+void cast(const Tensor& src, const Tensor& dst);
+
+// ---- reductions and checks ----
+// Sum of squares of a contiguous float tensor, in double with a fixed order (global-norm
+// clipping); 16-bit values are widened exactly.
+double sum_squares(const Tensor& x);
+// True if any element is ±inf or NaN.
+bool has_inf_or_nan(const Tensor& x);
+
+// ---- optimizer updates ----
+// One AdamW update of contiguous 1-D slices, in place (see framework/optim/adamw.hpp for the
+// arithmetic, bitwise PyTorch's). master, m, v: f32; grad: any float dtype, multiplied by
+// grad_scale first; param16 (optional): bf16/f16 copy of the updated master, written too.
+void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
+                const optim::AdamWHyper& h, std::int64_t step, float grad_scale,
+                const Tensor& param16);
+// One SGD update (framework/optim/sgd.hpp); momentum optional when h.momentum == 0.
+void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
+              const optim::SGDHyper& h, std::int64_t step, float grad_scale,
+              const Tensor& param16);
+
+}  // namespace strata::ops

@@ -1,0 +1,30 @@
+// "auto" values, as Hugging Face's DeepSpeed integration writes them: resolved the way its
+// trainer_config_process/finalize does where the config determines the value (batch sizes from
+// each other and the world size, the schedule's bounds from the optimizer and strata.train_steps,
+// ZeRO bucket sizes from strata.model.n_embd); where only Hugging Face's command line would
+// (learning rate, betas, ...), a problem naming the --set that resolves it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "framework/config/problems.hpp"
+
+namespace strata::config {
+
+// Which batch sizes were "auto" (removed from the document: derived like keys not given).
+struct AutoBatch {
+  bool train_batch_size = false;
+  bool train_micro_batch_size_per_gpu = false;
+  bool gradient_accumulation_steps = false;
+};
+
+// Replaces or removes every "auto" of doc that Strata knows, noting each resolution; an "auto"
+// nothing determines is a problem (unresolved_auto) naming the --set that would resolve it.
+// String keys keep "auto" (strata.checkpoint.resume takes it); unknown keys are left for the
+// structure check.
+AutoBatch resolve_auto(nlohmann::json& doc, Problems& problems, std::vector<std::string>& notes);
+
+}  // namespace strata::config

@@ -1,0 +1,17 @@
+#include "framework/nn/batch.hpp"
+
+namespace strata::nn {
+
+Batch::Batch(const std::vector<BatchField>& fields, const TensorOptions& opts) : fields_(fields) {
+  for (const auto& f : fields) tensors_.push_back(Tensor::zeros(f.shape, f.dtype, opts));
+}
+
+const Tensor& Batch::operator[](std::string_view name) const {
+  for (std::size_t i = 0; i < fields_.size(); ++i)
+    if (fields_[i].name == name) return tensors_[i];
+  std::string names;
+  for (const auto& f : fields_) names += (names.empty() ? "" : ", ") + f.name;
+  fail("nn", "the batch has no field '{}' (it has: {})", name, names.empty() ? "none" : names);
+}
+
+}  // namespace strata::nn

@@ -1,0 +1,46 @@
+// Model: what the training engine needs from any model — its parameter units, the order in which
+// one micro-batch uses them, what a micro-batch is, and forward/backward of one micro-batch. The
+// GPT and a user's own model implement it; the engine, ZeRO and the offload stores work from it
+// alone (they never guess the order in which units come next).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "framework/nn/batch.hpp"
+#include "framework/nn/module.hpp"
+
+namespace strata::nn {
+
+// One use of a parameter unit: the before_forward (backward = false) or before_backward call a
+// model makes for it.
+struct UnitUse {
+  bool backward = false;
+  int unit = 0;
+  bool operator==(const UnitUse&) const = default;
+};
+
+class Model : public Module {
+ public:
+  using Module::Module;
+
+  // Parameters grouped into units (a unit is gathered, reduced and offloaded as one), in a fixed
+  // order; unit ids are indices into this list.
+  virtual std::vector<std::vector<Parameter*>> units() = 0;
+  // The uses of one micro-batch's forward and then its backward, in order: exactly the sequence
+  // of before_forward/before_backward calls forward() and backward() make. A unit may appear
+  // several times (a tied head uses the embedding again).
+  virtual std::vector<UnitUse> unit_schedule() const = 0;
+  // The tensors of one micro-batch of `micro_batch` samples (host memory, filled by the data).
+  virtual std::vector<BatchField> batch_fields(int micro_batch) const = 0;
+  // Forward of one micro-batch: the mean loss over what the model counts (every sample equally
+  // weighted across micro-batches by the engine). Saves what backward needs when
+  // ctx.grad_enabled.
+  virtual double forward(Context& ctx, const Batch& batch) = 0;
+  // Backward of the last forward: d(loss) * scale propagated, parameter gradients accumulated.
+  virtual void backward(Context& ctx, float scale) = 0;
+  // Activation checkpointing where the model supports it (recompute instead of saving).
+  virtual void set_checkpointing(bool on) {}
+};
+
+}  // namespace strata::nn
