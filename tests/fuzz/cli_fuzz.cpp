@@ -1,9 +1,9 @@
 // cli_fuzz: a bounded, reproducible fuzz of what users hand Strata's programs — config files,
-// --set values, command lines, damaged checkpoints — run as a test. A few hundred mutations from a
-// fixed seed; each run of `strata` or train_gpt must end by itself (no signal, no timeout) with a
-// status of the exit-status table that means "your input" (never 3: an internal error for input
-// is a bug; see docs/exit-codes.md), and say so on stderr in a bounded number of bytes (no echo
-// of a huge input).
+// --set values, command lines, damaged checkpoints and Hugging Face files — run as a test. A few
+// hundred mutations from a fixed seed; each run of `strata` or train_gpt must end by itself (no
+// signal, no timeout) with a status of the exit-status table that means "your input" (never 3: an
+// internal error for input is a bug; see docs/exit-codes.md), and say so on stderr in a bounded
+// number of bytes (no echo of a huge input).
 // usage: cli_fuzz STRATA TRAIN_GPT [--seed N] [--cases N]   (FUZZ_KEEP=1 keeps the work directory)
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -426,6 +426,36 @@ int main(int argc, char** argv) {
           {train_gpt, "--config", "config.json", "--threads", "1", "--resume", "bad/step_00000002",
            "--set", "strata.checkpoint.dir=bad", "--set", "strata.train_steps=3"},
           job, 16384);
+  }
+  // 4. Damaged Hugging Face files (model.safetensors, mostly its JSON header, or config.json) of
+  // an export, imported.
+  const Result hf = run({strata, "ckpt", "export", "ck", "--output", "hf"}, work);
+  if (hf.code != 0 || hf.signaled) {
+    fmt::print("cli_fuzz: the Hugging Face export failed: {}\n", shorten(hf.err));
+    return 1;
+  }
+  for (int i = 0; i < cases / 10; ++i) {
+    for (const char* d : {"badhf", "imported"}) fs::remove_all(fs::path(work) / d);
+    fs::copy(fs::path(work) / "hf", fs::path(work) / "badhf", fs::copy_options::recursive);
+    const fs::path victim =
+        fs::path(work) / "badhf" / (f.below(4) == 0 ? "config.json" : "model.safetensors");
+    std::string bytes;
+    {
+      std::ifstream in(victim, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      bytes = ss.str();
+    }
+    for (int k = 0; k < 1 + static_cast<int>(f.below(8)); ++k) {
+      if (bytes.empty()) break;
+      const std::size_t at =
+          f.below(4) ? f.below(std::min<std::size_t>(bytes.size(), 1024)) : f.below(bytes.size());
+      bytes[at] = static_cast<char>(f.below(2) ? f.below(256) : "[{]}\"0-9e"[f.below(10)]);
+    }
+    if (f.below(5) == 0) bytes.resize(f.below(bytes.size()));
+    std::ofstream(victim, std::ios::binary | std::ios::trunc) << bytes;
+    f.check(fmt::format("damaged Hugging Face files {} (import)", i),
+            {strata, "ckpt", "import", "badhf", "--output", "imported"}, {0, 1});
   }
   fmt::print("cli_fuzz: {} runs, {} failures\n", f.runs(), f.failures());
   if (!std::getenv("FUZZ_KEEP")) fs::remove_all(work);
