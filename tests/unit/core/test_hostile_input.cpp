@@ -116,7 +116,7 @@ TEST(ExitReport, StatusesFollowTheTable) {
   EXPECT_EQ(exit_status_for(UserError("config", "x")), kExitBadInput);
   EXPECT_EQ(exit_status_for(Error("checkpoint", "x")), kExitFailure);
   EXPECT_EQ(exit_status_for(std::runtime_error("x")), kExitFailure);
-  OomContext ctx;
+  OomContext ctx{};  // value-initialised: a tier and category that exist
   EXPECT_EQ(exit_status_for(OutOfMemory(ctx, {})), kExitOutOfMemory);
   EXPECT_FALSE(restart_can_help(kExitBadInput));
   EXPECT_FALSE(restart_can_help(kExitUsage));
