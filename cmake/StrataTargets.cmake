@@ -4,6 +4,16 @@ target_compile_options(strata_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
 target_include_directories(strata_flags INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<INSTALL_INTERFACE:include>)
+# STRATA_BUILD_FUZZERS (clang only, by hand): coverage for libFuzzer in every target
+# (tests/fuzz/README.md).
+if(STRATA_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "STRATA_BUILD_FUZZERS=ON needs clang (CC=clang CXX=clang++)")
+  endif()
+  target_compile_options(strata_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer>)
+  target_link_options(strata_flags INTERFACE -fsanitize=address)
+endif()
 if(STRATA_SANITIZE)
   target_compile_options(strata_flags INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer>)

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "framework/checkpoint/catalog.hpp"
-#include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/consolidated.hpp"
 #include "framework/checkpoint/hf_gpt2.hpp"
 #include "framework/checkpoint/manifest.hpp"
@@ -27,18 +26,6 @@ namespace strata::launcher {
 namespace {
 
 namespace ck = strata::checkpoint;
-
-// A missing, corrupt or incompatible checkpoint is a problem with the command's input: exit 1.
-template <typename F>
-auto as_user_error(F&& f) {
-  return [f = std::forward<F>(f)] {
-    try {
-      f();
-    } catch (const ck::CheckpointError& e) {
-      throw UserError("checkpoint", std::string(e.what()).substr(e.tag().size() + 3));
-    }
-  };
-}
 
 std::string state_line(const ck::TrainState& s) {
   std::string out = fmt::format("optimizer {} ({} updates), scheduler step {}",
@@ -144,7 +131,7 @@ void add_ckpt_command(CLI::App& app) {
         "inspect", "Print a checkpoint's step, layout, state and parameter table");
     cmd->add_option("dir", *dir, "Checkpoint root (uses 'latest') or step directory")->required();
     cmd->add_flag("--slices", *slices, "Also list every slice: kind, range, file and dataset");
-    cmd->callback(as_user_error([dir, slices] { run_inspect(*dir, *slices); }));
+    cmd->callback([dir, slices] { run_inspect(*dir, *slices); });
   }
   {
     struct Args {
@@ -159,7 +146,7 @@ void add_ckpt_command(CLI::App& app) {
     cmd->add_option("dir", a->dir, "Checkpoint root (uses 'latest') or step directory")->required();
     cmd->add_flag("--all", a->all, "Verify every step directory under the root DIR");
     cmd->add_flag("--quick", a->quick, "Skip reading data for checksums (structure only)");
-    cmd->callback(as_user_error([a] { run_verify(a->dir, a->all, a->quick); }));
+    cmd->callback([a] { run_verify(a->dir, a->all, a->quick); });
   }
   {
     struct Args {
@@ -184,7 +171,7 @@ void add_ckpt_command(CLI::App& app) {
     cmd->add_option("--n-head", a->n_head,
                     "hf: attention heads, when the checkpoint's config does not say")
         ->check(CLI::PositiveNumber);
-    cmd->callback(as_user_error([a, cmd] {
+    cmd->callback([a, cmd] {
       const bool h5_name = a->output.ends_with(".h5") || a->output.ends_with(".hdf5");
       const std::string format = a->format.empty() ? (h5_name ? "h5" : "hf") : a->format;
       if (format == "hf") {
@@ -208,7 +195,7 @@ void add_ckpt_command(CLI::App& app) {
       const ck::ExportResult r = ck::export_consolidated(a->dir, a->output);
       fmt::print("exported step {} from {}: {} parameters, {} elements -> {}\n", r.step, r.step_dir,
                  r.params, r.elements, r.output);
-    }));
+    });
   }
   {
     struct Args {
@@ -231,7 +218,7 @@ void add_ckpt_command(CLI::App& app) {
     cmd->add_option("--n-head", a->n_head,
                     "Hugging Face: attention heads, when no config.json is beside the weights")
         ->check(CLI::PositiveNumber);
-    cmd->callback(as_user_error([a] {
+    cmd->callback([a] {
       if (a->n_head > 0 && !ck::is_hf_gpt2_path(a->file))
         user_fail("checkpoint", "--n-head applies to Hugging Face input (a .safetensors file or a "
                   "directory with model.safetensors), not '{}'", a->file);
@@ -241,7 +228,7 @@ void add_ckpt_command(CLI::App& app) {
       const ck::ImportResult r = ck::import_consolidated(a->file, a->output, opt);
       for (const auto& s : r.skipped) fmt::print("skipped {}\n", s);
       fmt::print("imported {} parameters, {} elements -> {}\n", r.params, r.elements, r.step_dir);
-    }));
+    });
   }
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
 #include "launcher/commands.hpp"
 
 extern char** environ;
@@ -70,6 +71,7 @@ void read_metrics(const std::string& file, Series& out) {
   for (std::size_t no = 1; std::getline(in, text); ++no) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j;
+    check_json_limits(text, fmt::format("{} line {}", file, no), "plot");  // depth, number sizes
     try {
       j = json::parse(text);
     } catch (const json::exception& e) {

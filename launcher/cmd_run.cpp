@@ -71,6 +71,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--mpirun", o->mpirun, "The mpirun to use")->capture_default_str();
   cmd->add_flag("--use-mpirun", o->force_mpirun, "Use mpirun even for -n 1 on this machine");
   cmd->add_flag("--dry-run", o->dry_run, "Print the command that would run, and exit");
+  cmd->add_flag("--always-restart", o->always_restart,
+                "Restart after any failure; by default a rank that exits with status 1 (bad "
+                "input), 2 (usage) or 7 (out of memory) stops the job at once, since a restart "
+                "cannot change it (for programs that do not follow Strata's exit statuses)");
   cmd->add_option("program", o->program, "The program and its arguments (after --)")->required();
   cmd->footer(run::kExitCodesHelp);
   cmd->callback([o] { exit_with(run::supervise(*o)); });

@@ -1,20 +1,17 @@
 // The `strata` command: parses the command line, runs one subcommand, and turns every error into
-// one line on stderr and a non-zero exit status (no stack dumps for user mistakes).
+// one line on stderr and a non-zero exit status from framework/core/exit_status.hpp (no stack
+// dumps for user mistakes).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <exception>
 #include <iostream>
 
 #include "framework/core/error.hpp"
+#include "framework/core/exit_status.hpp"
+#include "framework/memory/exit_report.hpp"
 #include "launcher/commands.hpp"
 
 namespace {
-
-// Exit statuses (also listed in `strata --help`).
-constexpr int kExitUserError = 1;  // bad config, data, or argument value
-constexpr int kExitUsage = 2;      // bad command line
-constexpr int kExitInternal = 3;   // a failure that is not the user's input
 
 // "strata config check" for the subcommand the user was running, for the --help hint.
 std::string command_path(const CLI::App* app) {
@@ -63,11 +60,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version,-V", strata::launcher::version_line(),
                        "Print the version and exit");
   app.require_subcommand(1);
-  app.failure_message(one_line);
-  app.footer(
-      fmt::format("Exit status: 0 success, {} error in the input (config, data, argument values), "
-                  "{} usage error, {} internal error.\n",
-                  kExitUserError, kExitUsage, kExitInternal));
+  // One line, bounded (an argument may be huge), whatever CLI11 objects to.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return strata::bounded_message(one_line(a, e)) + "\n";
+  });
+  app.footer(std::string(strata::kExitStatusHelp) + "\n");
   strata::launcher::add_ckpt_command(app);
   strata::launcher::add_config_command(app);
   strata::launcher::add_data_command(app);
@@ -79,24 +76,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);  // prints the help, the version, or the one-line error
-    return rc == 0 ? 0 : kExitUsage;
-  } catch (const strata::UserError& e) {
-    std::cout.flush();
-    // One line per problem (a config can have several), each prefixed.
-    const std::string what = e.what();
-    for (std::size_t at = 0, nl = 0; at <= what.size(); at = nl + 1) {
-      nl = std::min(what.find('\n', at), what.size());
-      std::cerr << "strata: " << what.substr(at, nl - at) << "\n";
-    }
-    return kExitUserError;
-  } catch (const strata::Error& e) {
-    std::cout.flush();
-    std::cerr << "strata: " << e.what() << "\n";
-    return kExitInternal;
+    return rc == 0 ? strata::kExitOk : strata::kExitUsage;
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::cerr << "strata: internal error: " << e.what() << "\n";
-    return kExitInternal;
+    return strata::report_fatal("strata", e);  // one bounded line; the status of its kind
   }
-  return 0;
+  return strata::kExitOk;
 }

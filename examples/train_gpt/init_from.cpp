@@ -11,6 +11,7 @@
 #include "framework/checkpoint/hf_gpt2.hpp"
 #include "framework/checkpoint/manifest.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
 #include "parallel/engine/rank_agreement.hpp"
 
 namespace strata::examples {
@@ -64,7 +65,10 @@ ck::json hf_config_of(const std::string& source) {
       const fs::path dir =
           fs::is_directory(source, ec) ? fs::path(source) : fs::path(source).parent_path();
       const fs::path cfg = dir / ck::kHfConfigFile;
-      return fs::exists(cfg, ec) ? ck::json::parse(ck::read_text_file(cfg.string())) : ck::json();
+      if (!fs::exists(cfg, ec)) return ck::json();
+      const std::string text = ck::read_text_file(cfg.string());
+      check_json_limits(text, cfg.string(), "train_gpt");  // depth, number sizes
+      return ck::json::parse(text);
     }
     if (fs::is_directory(source, ec)) {
       const ck::json& extra = ck::read_manifest(ck::resolve_checkpoint_dir(source)).state.extra;

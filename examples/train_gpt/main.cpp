@@ -9,20 +9,22 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "examples/train_gpt/init_from.hpp"
+#include "examples/train_gpt/metrics_file.hpp"
 #include "examples/train_gpt/progress.hpp"
 #include "examples/train_gpt/progress_file.hpp"
 #include "examples/train_gpt/run_summary.hpp"
+#include "examples/train_gpt/startup_checks.hpp"
 #include "examples/train_gpt/stop_signal.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/config/config.hpp"
+#include "framework/core/exit_status.hpp"
 #include "framework/data/eval_sampler.hpp"
+#include "framework/memory/exit_report.hpp"
 #include "framework/memory/size.hpp"
 #include "framework/nn/generate.hpp"
 #include "framework/train/from_config.hpp"
@@ -87,6 +89,8 @@ int run(const Args& a) {
   if (!a.checkpoint_dir.empty()) overrides.push_back("strata.checkpoint.dir=" + a.checkpoint_dir);
   if (!a.resume.empty()) overrides.push_back("strata.checkpoint.resume=" + a.resume);
   config::Config cfg = config::load_config(a.config, overrides);
+  // Bad paths fail now, not at the first save (the metrics file as rank 0 names it).
+  examples::check_outputs(cfg, examples::metrics_path(a.metrics, 0));
   train::compute_device(cfg);  // "cuda" without a usable GPU: an error before any work
   parallel::InitOptions init;
   init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
@@ -150,12 +154,10 @@ int run(const Args& a) {
   const std::int64_t start = examples::start_training(cfg, world.group(), checkpoints, start_opts);
   if (lead) std::fflush(stdout);
 
-  std::ofstream metrics;
-  if (const std::string path = examples::metrics_path(a.metrics, world.group().rank()); !path.empty()) {
-    // A resumed run continues the file of the run it resumes.
-    metrics.open(path, start > 0 ? std::ios::app : std::ios::trunc);
-    if (!metrics) user_fail("train_gpt", "cannot write metrics file {}", path);
-  }
+  examples::MetricsFile metrics;
+  // A resumed run continues the file of the run it resumes.
+  if (const std::string path = examples::metrics_path(a.metrics, world.group().rank()); !path.empty())
+    metrics.open(path, start > 0);
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
@@ -196,8 +198,7 @@ int run(const Args& a) {
       std::fflush(stdout);
     }
     if (metrics.is_open()) {
-      metrics << examples::metrics_json(r, ledger.snapshot()) << "\n";
-      metrics.flush();
+      metrics.write_line(examples::metrics_json(r, ledger.snapshot()));
     }
     if (print || metrics.is_open()) {
       last = clock::now();
@@ -251,6 +252,10 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) {
   CLI::App app{"train_gpt: train a GPT-2-style model (the Strata main job)"};
+  app.footer(kExitStatusHelp);
+  app.failure_message([](const CLI::App* app, const CLI::Error& e) {  // bounded: huge arguments
+    return bounded_message(CLI::FailureMessage::simple(app, e)) + "\n";
+  });
   Args a;
   app.add_option("--config", a.config, "JSON config (DeepSpeed keys + strata section)")->required();
   app.add_option("--set", a.sets, "override a config key: --set strata.train_steps=100");
@@ -281,17 +286,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);  // prints the help or the one-line error
+    return rc == 0 ? kExitOk : kExitUsage;
   }
   try {
     return run(a);
-  } catch (const UserError& e) {
-    // A config can have several problems: one line each.
-    std::istringstream lines(e.what());
-    for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "train_gpt: %s\n", line.c_str());
-    return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_gpt: error: %s\n", e.what());
-    return 1;
+    return report_fatal("train_gpt", e);  // one bounded line; exit status by kind (exit_status.hpp)
   }
 }

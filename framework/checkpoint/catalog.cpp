@@ -63,9 +63,32 @@ std::optional<CheckpointInfo> find_latest(const std::string& root, const FindOpt
     if (!listed)
       candidates.push_back({join_path(root, *latest), step});  // fails verification below
   }
-  if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end(),
             [](const auto& a, const auto& b) { return a.step > b.step; });
+  // A step directory without a manifest that `latest` does not name is a save that never
+  // committed (the job stopped while writing it): not a checkpoint, broken or otherwise.
+  std::vector<CheckpointInfo> uncommitted;
+  std::erase_if(candidates, [&](const CheckpointInfo& c) {
+    const std::string name = fs::path(c.dir).filename().string();
+    std::error_code ec;
+    if ((latest && *latest == name) || fs::exists(join_path(c.dir, kManifestName), ec))
+      return false;
+    uncommitted.push_back(c);
+    return true;
+  });
+  // Warns about the uncommitted directories newer than the checkpoint chosen.
+  auto note_uncommitted = [&](std::int64_t chosen) {
+    std::string dirs;
+    for (const auto& u : uncommitted)
+      if (u.step > chosen) dirs += (dirs.empty() ? "" : ", ") + u.dir;
+    if (!dirs.empty())
+      warn(fmt::format("[checkpoint] ignoring {} (no {}: a save that did not finish)", dirs,
+                       kManifestName));
+  };
+  if (candidates.empty()) {
+    note_uncommitted(-1);
+    return std::nullopt;
+  }
 
   std::vector<std::string> problems;
   for (const CheckpointInfo& c : candidates) {
@@ -84,6 +107,7 @@ std::optional<CheckpointInfo> find_latest(const std::string& root, const FindOpt
                                                        rep.faults.size() - 1);
     }
     if (problem.empty()) {
+      note_uncommitted(c.step);
       const std::string name = fs::path(c.dir).filename().string();
       if (!problems.empty())
         warn(fmt::format("[checkpoint] skipped {} newer checkpoint(s); resuming from {}",

@@ -37,7 +37,9 @@ struct FindOptions {
 
 // The checkpoint to resume from: the newest step directory that verifies. `latest` is its normal
 // pointer; a newer complete one (a crash between manifest and `latest`) or an older one (the
-// newest is broken) is used with a warning. nullopt when root holds no checkpoint at all; throws
+// newest is broken) is used with a warning. A step directory without a manifest that `latest`
+// does not name is a save that never committed: it is ignored (with a warning when it is newer
+// than the checkpoint chosen). nullopt when root holds no committed checkpoint at all; throws
 // CheckpointError when checkpoints exist but none is usable (or the newest is broken and
 // fallback is off), naming each one and what is wrong with it.
 std::optional<CheckpointInfo> find_latest(const std::string& root, const FindOptions& options = {});

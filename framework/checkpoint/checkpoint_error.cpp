@@ -1,5 +1,8 @@
 #include "framework/checkpoint/checkpoint_error.hpp"
 
+#include <cerrno>
+#include <cstring>
+
 namespace strata::checkpoint {
 
 namespace {
@@ -15,8 +18,18 @@ std::string compose(const std::string& file, const std::string& dataset,
 }  // namespace
 
 CheckpointError::CheckpointError(std::string file, std::string dataset, const std::string& message)
-    : Error("checkpoint", compose(file, dataset, message)),
+    : UserError("checkpoint", compose(file, dataset, message)),
       file_(std::move(file)),
       dataset_(std::move(dataset)) {}
+
+bool is_no_space_errno(int err) {
+  return err == ENOSPC || err == EDQUOT;
+}
+
+void io_fail(int err, const std::string& path, const std::string& message) {
+  const std::string text = fmt::format("{}: {}", message, std::strerror(err));
+  if (is_no_space_errno(err)) throw NoSpaceError(path, text);
+  throw Error("checkpoint", text);
+}
 
 }  // namespace strata::checkpoint

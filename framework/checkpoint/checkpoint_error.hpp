@@ -1,5 +1,6 @@
-// CheckpointError: a checkpoint that is missing, incomplete or corrupt. Carries the file and the
-// dataset at fault so a caller can report them and fall back to an older checkpoint.
+// CheckpointError: a checkpoint that is missing, incomplete or corrupt — bad input (a UserError:
+// exit status 1, and `strata run` does not restart a job that fails on it). Carries the file and
+// the dataset at fault so a caller can report them and fall back to an older checkpoint.
 #pragma once
 
 #include <string>
@@ -8,7 +9,7 @@
 
 namespace strata::checkpoint {
 
-class CheckpointError : public Error {
+class CheckpointError : public UserError {
  public:
   // what() is "[checkpoint] <file>: dataset <dataset>: <message>" (parts left out when empty).
   CheckpointError(std::string file, std::string dataset, const std::string& message);
@@ -19,6 +20,25 @@ class CheckpointError : public Error {
   std::string file_;
   std::string dataset_;
 };
+
+// The file system ran out of space (ENOSPC) or quota (EDQUOT) while writing `path`. Raised by
+// the low-level writers; the checkpoint writer turns it into one line naming the directory and
+// the bytes needed (space.hpp).
+class NoSpaceError : public Error {
+ public:
+  NoSpaceError(std::string path, const std::string& message)
+      : Error("checkpoint", message), path_(std::move(path)) {}
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Whether an errno means the file system is out of space or quota.
+bool is_no_space_errno(int err);
+
+// Throws NoSpaceError (for ENOSPC/EDQUOT) or Error "[checkpoint] <message>: <strerror(err)>".
+[[noreturn]] void io_fail(int err, const std::string& path, const std::string& message);
 
 // Throws CheckpointError(file, dataset, formatted message).
 template <typename... Args>

@@ -11,7 +11,10 @@
 #include "framework/checkpoint/naming.hpp"
 #include "framework/checkpoint/reader.hpp"
 #include "framework/checkpoint/save.hpp"
+#include "framework/checkpoint/space.hpp"
 #include "framework/core/convert.hpp"
+#include "framework/core/json_limits.hpp"
+#include "framework/core/output_path.hpp"
 
 namespace strata::checkpoint {
 
@@ -24,7 +27,13 @@ ExportResult export_consolidated(const std::string& dir, const std::string& outp
   CheckpointReader reader(r.step_dir);
   const Manifest& m = reader.manifest();
   r.step = m.step;
+  check_output_file(output, "checkpoint", "output file");
   const std::string tmp = output + std::string(kTmpSuffix);
+  // The data, HDF5's metadata and the reserved rest of its first metadata block (h5_io.hpp).
+  std::uint64_t need = h5::kMetadataBlockBytes + 64 * 1024;
+  for (const ParamEntry& p : m.params) need += static_cast<std::uint64_t>(p.numel()) * 4;
+  const std::string out_name = fmt::format("'{}'", fs::path(output).filename().string());
+  require_space(parent_dir(output), out_name, need);
   try {
     h5::Id file = h5::create_file(tmp);
     const hid_t f = file.get();
@@ -51,6 +60,10 @@ ExportResult export_consolidated(const std::string& dir, const std::string& outp
     file.close(tmp.c_str());
     fsync_file(tmp);
     rename_durable(tmp, output);
+  } catch (const NoSpaceError&) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    no_space(parent_dir(output), out_name, need, false);
   } catch (...) {
     std::error_code ec;
     fs::remove(tmp, ec);
@@ -140,6 +153,7 @@ ImportResult import_consolidated(const std::string& file_path, const std::string
                                  const ImportOptions& options) {
   ImportResult r;
   r.step_dir = join_path(root, step_dir_name(0));
+  check_output_dir(root, "checkpoint", "output directory");
   std::error_code ec;
   if (fs::exists(join_path(r.step_dir, kManifestName), ec))
     user_fail("checkpoint",
@@ -160,7 +174,9 @@ ImportResult import_consolidated(const std::string& file_path, const std::string
   json config = json::object();
   if (h5::has_attr(f, "config")) {
     try {
-      config = json::parse(h5::read_attr_string(f, "config"));
+      const std::string text = h5::read_attr_string(f, "config");
+      check_json_limits(text, "attribute 'config'", "checkpoint");
+      config = json::parse(text);
     } catch (const std::exception& e) {
       user_fail("checkpoint", "{}: attribute 'config' is not JSON text: {}", file_path, e.what());
     }

@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <string>
+#include <utility>
 
 namespace strata::checkpoint::h5 {
 
@@ -24,6 +25,8 @@ class Id {
   bool valid() const { return id_ >= 0; }
   // Closes now, ignoring errors (destructor path).
   void reset() noexcept;
+  // Gives up ownership: returns the id, which the caller closes.
+  hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
   // Closes now and throws if HDF5 reports an error (a file's close flushes its data).
   void close(const char* what);
 
@@ -33,15 +36,38 @@ class Id {
 };
 
 // Turns off HDF5's printing of error stacks to stderr for the calling thread (errors become
-// exceptions instead). Called by every helper that opens or creates a file.
+// exceptions instead). Called by every helper that opens or creates a file, and before closing.
 void quiet_errors();
 
-// HDF5's description of the most recent error on this thread (innermost first, a few levels),
-// and clears the error stack. Empty when there is none.
+// HDF5's description of the most recent error on this thread (innermost first, a few levels, on
+// one line; an I/O error as its strerror text), and clears the error stack. Empty when none.
 std::string last_error();
+
+// Throws "[checkpoint] <context>: <last_error()>": a NoSpaceError when HDF5 failed for lack of
+// space (ENOSPC, EDQUOT), else strata::Error. `path` is the file concerned.
+[[noreturn]] void fail_with_last_error(const std::string& context, const std::string& path);
 
 // Throws strata::Error("[checkpoint] HDF5 call `call` failed: <HDF5 message> (at file:line)").
 [[noreturn]] void fail_call(const char* call, const char* file, int line);
+
+// The closer of a file created for writing (h5_io's create_file). HDF5 1.10 must never fail to
+// flush a file: a failed flush leaves its metadata cache unable to close the file, the file is
+// freed but its ID kept, and the library crashes closing it again at exit (H5F__close_cb from
+// H5_term_library). So the disk blocks of the whole file are reserved first (posix_fallocate:
+// the data is written already, the holes HDF5's metadata fills at close are allocated); when
+// they cannot be (a full disk), HDF5's writes go to memory, the close succeeds, and -1 is
+// returned with an error saying so (ENOSPC).
+herr_t close_created_file(hid_t file);
+
+// Closes a file created for writing whose contents are to be thrown away (a failed save):
+// HDF5's remaining writes go to memory, so a full disk cannot make the close fail.
+void discard_file(Id& file) noexcept;
+
+// From now on HDF5 reads and writes `file` (created for writing, sec2 driver) in an anonymous
+// in-memory file instead of on the disk: its descriptor is replaced by one of a memfd holding
+// nothing yet. Returns another descriptor of that memory file (the caller closes it; it outlives
+// the HDF5 file, to copy HDF5's bytes out after the close), or -1 when this is not possible.
+int divert_writes_to_memory(hid_t file);
 
 }  // namespace strata::checkpoint::h5
 

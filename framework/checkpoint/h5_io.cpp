@@ -69,11 +69,11 @@ Id create_file(const std::string& path) {
   Id fapl(STRATA_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
   // Metadata in 1 MiB blocks (the first at the start of the file), and no aggregation of small
   // raw data: the datasets' bytes then follow each other in the order they are created.
-  STRATA_CHECK_H5(H5Pset_meta_block_size(fapl.get(), 1 << 20));
+  STRATA_CHECK_H5(H5Pset_meta_block_size(fapl.get(), kMetadataBlockBytes));
   STRATA_CHECK_H5(H5Pset_small_data_block_size(fapl.get(), 0));
   const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
-  if (f < 0) fail("checkpoint", "cannot create HDF5 file '{}': {}", path, last_error());
-  return Id(f, H5Fclose);
+  if (f < 0) fail_with_last_error(fmt::format("cannot create HDF5 file '{}'", path), path);
+  return Id(f, close_created_file);
 }
 
 Id open_file(const std::string& path) {
@@ -81,7 +81,7 @@ Id open_file(const std::string& path) {
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0)
     fail("checkpoint", "cannot open as HDF5 (missing, truncated or not HDF5): {}", last_error());
-  return Id(f, H5Fclose);
+  return Id(f, close_created_file);
 }
 
 Id create_group(hid_t loc, const std::string& name) {

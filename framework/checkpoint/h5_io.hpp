@@ -16,8 +16,11 @@ namespace strata::checkpoint::h5 {
 
 // Truncates an existing file. Metadata is aggregated in 1 MiB blocks, the first at the start,
 // and the contiguous datasets' bytes follow each other in the order the datasets are created
-// (from 1 MiB on, while the metadata fits), so raw_io.hpp writes them as long runs.
+// (from 1 MiB on, while the metadata fits), so raw_io.hpp writes them as long runs. Closing it
+// reserves the disk blocks of the whole file first (close_created_file), the unused part of the
+// metadata block included: up to kMetadataBlockBytes more than the data.
 Id create_file(const std::string& path);
+inline constexpr std::uint64_t kMetadataBlockBytes = 1 << 20;
 Id open_file(const std::string& path);  // read-only
 Id create_group(hid_t loc, const std::string& name);
 Id open_group(hid_t loc, const std::string& name);

@@ -15,6 +15,8 @@
 #include "framework/checkpoint/slice.hpp"
 #include "framework/core/convert.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
+#include "framework/core/output_path.hpp"
 
 namespace strata::checkpoint {
 
@@ -282,7 +284,9 @@ HfGpt2Weights read_hf_gpt2(const std::string& path) {
   std::error_code ec;
   if (fs::exists(cfg_path, ec)) {
     try {
-      w.hf_config = nlohmann::json::parse(read_text_file(cfg_path.string()));
+      const std::string text = read_text_file(cfg_path.string());
+      check_json_limits(text, cfg_path.string(), "checkpoint");  // depth, number sizes
+      w.hf_config = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
       user_fail("checkpoint", "{}: not valid JSON: {}", cfg_path.string(), e.what());
     }
@@ -338,6 +342,13 @@ HfGpt2Weights read_hf_gpt2(const std::string& path) {
 HfExportResult export_hf_gpt2(const std::string& dir, const std::string& out_dir,
                               const HfExportOptions& o) {
   HfExportResult res;
+  // Where the files go, before any work: a directory (or a new one), its two files regular files
+  // or new (each is written under a temporary name and renamed over what is there).
+  check_output_dir(out_dir, "checkpoint", "output directory");
+  std::error_code dir_ec;
+  if (fs::is_directory(out_dir, dir_ec))
+    for (const char* name : {kHfModelFile, kHfConfigFile})
+      check_output_file((fs::path(out_dir) / name).string(), "checkpoint", "output file");
   res.step_dir = resolve_checkpoint_dir(dir);
   CheckpointReader reader(res.step_dir);
   const Manifest& m = reader.manifest();

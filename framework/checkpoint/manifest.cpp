@@ -5,15 +5,18 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/checksum.hpp"
 #include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/fault_point.hpp"
 #include "framework/checkpoint/json_fields.hpp"
 #include "framework/checkpoint/naming.hpp"
 #include "framework/checkpoint/slice.hpp"
+#include "framework/core/json_limits.hpp"
 
 #ifndef STRATA_CHECKPOINT_VERSION
 #define STRATA_CHECKPOINT_VERSION "unknown"
@@ -75,10 +78,14 @@ std::string coverage_gaps(std::vector<std::pair<std::int64_t, std::int64_t>> iv,
   return gaps;
 }
 
+void check_format_version(int v) {
+  if (v < kOldestManifestFormatVersion || v > kManifestFormatVersion)
+    fail("checkpoint", "format_version {} is not supported (this build reads {} to {})", v,
+         kOldestManifestFormatVersion, kManifestFormatVersion);
+}
+
 void validate(const Manifest& m) {
-  if (m.format_version != kManifestFormatVersion)
-    fail("checkpoint", "format_version {} is not supported (this build reads {})", m.format_version,
-         kManifestFormatVersion);
+  check_format_version(m.format_version);
   if (m.step < 0) fail("checkpoint", "step {} is negative", m.step);
   const WorldLayout& l = m.layout;
   if (l.dp < 1 || l.tp < 1 || l.pp < 1 || static_cast<std::int64_t>(l.dp) * l.tp * l.pp != l.world)
@@ -161,6 +168,36 @@ std::uint32_t checksum_field(JsonFields& f, const std::string& key) {
   return *c;
 }
 
+json hdf5_bytes_json(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& extents,
+                     std::uint32_t checksum) {
+  json e = json::array();
+  for (const auto& [off, len] : extents) e.push_back({off, len});
+  return {{"extents", e}, {"checksum", format_checksum(checksum)}};
+}
+
+// Reads {"extents": [[offset, length], ...], "checksum": "crc32:..."} strictly; returns the
+// checksum.
+std::uint32_t hdf5_bytes_from_json(const json& j, const std::string& where,
+                                   std::vector<std::pair<std::uint64_t, std::uint64_t>>& out) {
+  JsonFields f(j, where);
+  const json& e = f.need("extents");
+  if (!e.is_array() || e.size() > (1u << 16))
+    fail("checkpoint", "{}.extents is not a list of [offset, length]", where);
+  std::uint64_t end = 0;
+  for (const auto& x : e) {
+    if (!x.is_array() || x.size() != 2 || !x[0].is_number_unsigned() || !x[1].is_number_unsigned())
+      fail("checkpoint", "{}.extents has an entry that is not [offset, length]", where);
+    const auto off = x[0].get<std::uint64_t>(), len = x[1].get<std::uint64_t>();
+    if (off < end || len > UINT64_MAX - off)
+      fail("checkpoint", "{}.extents are not ascending and disjoint", where);
+    end = off + len;
+    out.push_back({off, len});
+  }
+  const std::uint32_t c = checksum_field(f, "checksum");
+  f.done();
+  return c;
+}
+
 }  // namespace
 
 Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>& records) {
@@ -187,7 +224,9 @@ Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>&
   std::map<std::string, std::size_t> index;
   for (int pass = 0; pass < 2; ++pass) {
     for (const ShardRecord* r : by_rank) {
-      if (pass == 0) m.files.push_back(FileEntry{r->file, r->rank, r->bytes, r->state_checksum});
+      if (pass == 0)
+        m.files.push_back(FileEntry{r->file, r->rank, r->bytes, r->state_checksum, r->hdf5_extents,
+                                    r->hdf5_checksum});
       for (const DatasetRecord& d : r->datasets) {
         if ((pass == 0) != (d.kind == kParam)) continue;
         auto [it, fresh] = index.emplace(d.name, m.params.size());
@@ -212,11 +251,14 @@ Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>&
 
 json to_json(const Manifest& m) {
   json files = json::array();
-  for (const auto& f : m.files)
+  for (const auto& f : m.files) {
     files.push_back({{"name", f.name},
                      {"rank", f.rank},
                      {"bytes", f.bytes},
                      {"state_checksum", format_checksum(f.state_checksum)}});
+    if (f.hdf5_checksum)
+      files.back()["hdf5_bytes"] = hdf5_bytes_json(f.hdf5_extents, *f.hdf5_checksum);
+  }
   json params = json::array();
   for (const auto& p : m.params) {
     json slices = json::array();
@@ -257,11 +299,13 @@ json record_to_json(const ShardRecord& r) {
                         {"begin", d.begin},
                         {"end", d.end},
                         {"checksum", format_checksum(d.checksum)}});
-  return {{"file", r.file},
-          {"rank", r.rank},
-          {"bytes", r.bytes},
-          {"state_checksum", format_checksum(r.state_checksum)},
-          {"datasets", datasets}};
+  json out = {{"file", r.file},
+              {"rank", r.rank},
+              {"bytes", r.bytes},
+              {"state_checksum", format_checksum(r.state_checksum)},
+              {"datasets", datasets}};
+  if (r.hdf5_checksum) out["hdf5_bytes"] = hdf5_bytes_json(r.hdf5_extents, *r.hdf5_checksum);
+  return out;
 }
 
 ShardRecord record_from_json(const json& j) {
@@ -271,6 +315,8 @@ ShardRecord record_from_json(const json& j) {
   r.rank = small_int(f, "rank");
   r.bytes = f.u64("bytes");
   r.state_checksum = checksum_field(f, "state_checksum");
+  if (const json* h = f.maybe("hdf5_bytes"))
+    r.hdf5_checksum = hdf5_bytes_from_json(*h, "shard record.hdf5_bytes", r.hdf5_extents);
   const json& datasets = f.need("datasets");
   if (!datasets.is_array()) fail("checkpoint", "shard record datasets is not an array");
   for (std::size_t i = 0; i < datasets.size(); ++i) {
@@ -306,9 +352,7 @@ Manifest manifest_from_json(const json& j) {
     fail("checkpoint", "format is '{}', expected '{}'", format, kManifestFormat);
   Manifest m;
   m.format_version = small_int(f, "format_version");
-  if (m.format_version != kManifestFormatVersion)
-    fail("checkpoint", "format_version {} is not supported (this build reads {})", m.format_version,
-         kManifestFormatVersion);
+  check_format_version(m.format_version);
   m.strata_version = f.string("strata_version");
   m.created = f.string("created");
   m.step = f.i64("step");
@@ -330,6 +374,8 @@ Manifest manifest_from_json(const json& j) {
     fe.rank = small_int(e, "rank");
     fe.bytes = e.u64("bytes");
     fe.state_checksum = checksum_field(e, "state_checksum");
+    if (const json* h = e.maybe("hdf5_bytes"))
+      fe.hdf5_checksum = hdf5_bytes_from_json(*h, e.where() + ".hdf5_bytes", fe.hdf5_extents);
     e.done();
     m.files.push_back(std::move(fe));
   }
@@ -373,9 +419,17 @@ Manifest manifest_from_json(const json& j) {
   return m;
 }
 
+std::uint32_t manifest_checksum(const json& without_checksum) {
+  const std::string text = without_checksum.dump();
+  return crc32(text.data(), text.size());
+}
+
 void write_manifest_atomic(const std::string& step_dir, const Manifest& m) {
   validate(m);
-  write_file_atomic(join_path(step_dir, kManifestName), to_json(m).dump(1) + "\n");
+  json j = to_json(m);
+  j["checksum"] = format_checksum(manifest_checksum(j));
+  write_file_atomic(join_path(step_dir, kManifestName), j.dump(1) + "\n",
+                    [&] { fault_point("manifest_tmp", m.step, 0); });
 }
 
 Manifest read_manifest(const std::string& step_dir) {
@@ -385,13 +439,34 @@ Manifest read_manifest(const std::string& step_dir) {
     corrupt(path, "", "no manifest: '{}' is not a complete checkpoint", step_dir);
   try {
     const std::string text = read_text_file(path);
+    check_json_limits(text, "manifest", "checkpoint", JsonLimits{.max_depth = 80});
     json j;
     try {
       j = json::parse(text);
     } catch (const json::exception& e) {
-      fail("checkpoint", "not valid JSON ({} bytes): {}", text.size(), e.what());
+      std::string why = e.what();
+      for (char& c : why)  // the parser quotes the damaged bytes
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+      fail("checkpoint", "not valid JSON ({} bytes): {}", text.size(), why);
     }
-    return manifest_from_json(j);
+    std::optional<std::uint32_t> stored;
+    if (j.is_object() && j.contains("checksum")) {
+      JsonFields f(j, "manifest");
+      stored = checksum_field(f, "checksum");
+      j.erase("checksum");
+    }
+    Manifest m = manifest_from_json(j);  // the structure first: its errors are more specific
+    if (!stored && m.format_version >= 2)
+      fail("checkpoint", "no checksum (format_version {} manifests have one)", m.format_version);
+    if (stored) {
+      const std::uint32_t actual = manifest_checksum(j);
+      if (actual != *stored)
+        fail("checkpoint",
+             "checksum mismatch: the manifest says {}, its contents give {} (changed after it "
+             "was written: restore it, or resume from another checkpoint)",
+             format_checksum(*stored), format_checksum(actual));
+    }
+    return m;
   } catch (const CheckpointError&) {
     throw;
   } catch (const Error& e) {

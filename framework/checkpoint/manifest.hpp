@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/checkpoint/shard_record.hpp"
@@ -17,7 +19,9 @@
 namespace strata::checkpoint {
 
 inline constexpr const char* kManifestFormat = "strata-checkpoint";
-inline constexpr int kManifestFormatVersion = 1;
+// 2: the manifest carries a checksum of its own contents ("checksum"); 1 (older) is still read.
+inline constexpr int kManifestFormatVersion = 2;
+inline constexpr int kOldestManifestFormatVersion = 1;
 
 // The Strata version this library was built as ("0.1.0").
 const char* strata_version();
@@ -51,6 +55,10 @@ struct FileEntry {
   int rank = 0;
   std::uint64_t bytes = 0;
   std::uint32_t state_checksum = 0;
+  // HDF5's own bytes (metadata, rank state): where they lie and their CRC-32, checked before HDF5
+  // opens the file (hdf5_bytes.hpp); absent in older checkpoints.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> hdf5_extents;
+  std::optional<std::uint32_t> hdf5_checksum;
 };
 
 // What rank 0 knows when it commits; the files and parameters come from the rank files.
@@ -92,10 +100,15 @@ ShardRecord record_from_json(const json& j);
 // throws strata::Error naming it.
 Manifest manifest_from_json(const json& j);
 
-// Writes <step_dir>/manifest.json atomically (temporary name, fsync, rename, fsync directory).
+// CRC-32 of a manifest's JSON without its "checksum" key, over its compact text (keys sorted):
+// any change to a value a resume reads — step, layout, state, config, files, slices — changes it.
+std::uint32_t manifest_checksum(const json& without_checksum);
+
+// Writes <step_dir>/manifest.json atomically (temporary name, fsync, rename, fsync directory),
+// with "checksum" = manifest_checksum of the rest.
 void write_manifest_atomic(const std::string& step_dir, const Manifest& m);
-// Reads and validates <step_dir>/manifest.json; a missing or invalid one throws CheckpointError
-// naming the manifest.
+// Reads and validates <step_dir>/manifest.json and its checksum; a missing, invalid or edited
+// one throws CheckpointError naming the manifest.
 Manifest read_manifest(const std::string& step_dir);
 
 }  // namespace strata::checkpoint

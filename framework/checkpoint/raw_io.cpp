@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/checksum.hpp"
 #include "framework/core/error.hpp"
 
@@ -67,9 +68,12 @@ void pwrite_all(int fd, const void* src, std::size_t n, std::uint64_t offset,
       if (direct_ok) *direct_ok = false;
       continue;
     }
-    if (w <= 0)
-      fail("checkpoint", "cannot write {} bytes at offset {} of '{}': {}", n, offset, what,
-           w < 0 ? std::strerror(errno) : "no progress");
+    if (w < 0)
+      io_fail(errno, what,
+              fmt::format("cannot write {} bytes at offset {} of '{}'", n, offset, what));
+    if (w == 0)
+      fail("checkpoint", "cannot write {} bytes at offset {} of '{}': no progress", n, offset,
+           what);
     c += w;
     n -= static_cast<std::size_t>(w);
     offset += static_cast<std::uint64_t>(w);
@@ -339,12 +343,12 @@ void RawWriter::sync_and_close() {
   if (::fsync(fd_) != 0) {
     const int e = errno;
     close_fds();
-    fail("checkpoint", "fsync of '{}' failed: {}", path_, std::strerror(e));
+    io_fail(e, path_, fmt::format("fsync of '{}' failed", path_));
   }
   if (direct_fd_ >= 0) ::close(direct_fd_);
   direct_fd_ = -1;
   const int fd = std::exchange(fd_, -1);
-  if (::close(fd) != 0) fail("checkpoint", "close of '{}' failed: {}", path_, std::strerror(errno));
+  if (::close(fd) != 0) io_fail(errno, path_, fmt::format("close of '{}' failed", path_));
 }
 
 // Read-ahead buffers and the I/O thread that fills them: kStreamBuffers slots, each holding

@@ -4,6 +4,7 @@
 
 #include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/checksum.hpp"
+#include "framework/checkpoint/hdf5_bytes.hpp"
 #include "framework/checkpoint/naming.hpp"
 #include "framework/core/convert.hpp"
 
@@ -44,6 +45,7 @@ const ShardFile& CheckpointReader::open_file(const std::string& name) {
   if (ec || size != fe->bytes)
     corrupt(path, "", "file is {} bytes, manifest says {} (truncated or replaced)", ec ? 0 : size,
             fe->bytes);
+  verify_hdf5_bytes(path, fe->hdf5_extents, fe->hdf5_checksum);  // before HDF5 parses it
   auto f = std::make_unique<ShardFile>(path);
   if (f->header().rank != fe->rank || f->header().world != manifest_.layout.world ||
       f->header().step != manifest_.step)

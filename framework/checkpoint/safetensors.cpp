@@ -18,6 +18,7 @@
 #include "framework/checkpoint/naming.hpp"
 #include "framework/core/convert.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
 
 namespace strata::checkpoint {
 
@@ -165,6 +166,7 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
     std::set<std::string> seen;
     std::string duplicate;
     nlohmann::json header;
+    check_json_limits(text, path_ + ": header", "checkpoint");  // depth, number sizes
     try {
       header = nlohmann::json::parse(
           text, [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& j) {

@@ -3,11 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
 
 #include "framework/checkpoint/durable_fs.hpp"
+#include "framework/checkpoint/fault_point.hpp"
 #include "framework/checkpoint/latest.hpp"
 #include "framework/checkpoint/naming.hpp"
 #include "framework/checkpoint/shard_file.hpp"
@@ -53,6 +55,7 @@ Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header
                            std::vector<ShardRecord> records) {
   const std::string name = step_dir_name(header.step);
   const std::string step_dir = join_path(root, name);
+  fault_point("before_manifest", header.step, 0);
   if (records.empty()) {
     for (int r = 0; r < header.layout.world; ++r)
       records.push_back(scan_shard(step_dir, rank_file_name(r)));
@@ -72,7 +75,9 @@ Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header
   }
   Manifest m = build_manifest(header, records);
   write_manifest_atomic(step_dir, m);
+  fault_point("after_manifest", header.step, 0);
   update_latest_atomic(root, name);
+  fault_point("after_latest", header.step, 0);
   return m;
 }
 
@@ -101,6 +106,11 @@ SaveResult save_checkpoint(const SaveSpec& spec, const std::vector<SliceRef>& sl
   ShardRecord mine;
   phase("write its file", h.step, all_ok, [&] {
     ShardWriter w(result.step_dir, spec.rank, h.layout.world, h.step);
+    std::uint64_t bytes = 0;
+    for (const SliceRef& s : slices)
+      bytes += static_cast<std::uint64_t>(std::max<std::int64_t>(s.end - s.begin, 0)) *
+               dtype_size(s.dtype);
+    w.expect(bytes, slices.size());
     for (const SliceRef& s : slices) w.add(s);
     w.set_rank_state(rank_state);
     mine = w.commit();

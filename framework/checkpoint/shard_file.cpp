@@ -11,10 +11,13 @@
 
 #include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/checksum.hpp"
+#include "framework/checkpoint/durable_fs.hpp"
 #include "framework/checkpoint/h5_io.hpp"
+#include "framework/checkpoint/hdf5_bytes.hpp"
 #include "framework/checkpoint/naming.hpp"
 #include "framework/checkpoint/raw_io.hpp"
 #include "framework/checkpoint/slice.hpp"
+#include "framework/core/json_limits.hpp"
 
 namespace strata::checkpoint {
 
@@ -280,6 +283,7 @@ RankState ShardFile::rank_state(const std::uint32_t* expected_checksum) const {
             format_checksum(want), format_checksum(actual));
   return in_context(path_, kRankStateDataset, [&] {
     json j;
+    check_json_limits(text, "/state/rank", "checkpoint");
     try {
       j = json::parse(text);
     } catch (const json::exception& e) {
@@ -305,6 +309,17 @@ ShardRecord scan_shard(const std::string& step_dir, const std::string& file_name
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) corrupt(path, "", "cannot stat: {}", std::strerror(errno));
   r.bytes = static_cast<std::uint64_t>(st.st_size);
+  // HDF5's bytes: everything but the datasets' raw data (known only when every dataset is
+  // contiguous, as Strata writes them).
+  Extents data;
+  for (const DatasetRecord& d : r.datasets) {
+    if (!d.data_offset) return r;
+    data.push_back({*d.data_offset, static_cast<std::uint64_t>(d.numel()) * dtype_size(d.dtype)});
+  }
+  r.hdf5_extents = complement(data, r.bytes);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) corrupt(path, "", "cannot open: {}", std::strerror(errno));
+  r.hdf5_checksum = checksum_extents(fd.get(), path, r.hdf5_extents, r.bytes);
   return r;
 }
 

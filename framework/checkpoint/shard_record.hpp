@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/core/dtype.hpp"
@@ -37,6 +38,10 @@ struct ShardRecord {
   std::uint64_t bytes = 0;  // file size once complete
   std::uint32_t state_checksum = 0;
   std::vector<DatasetRecord> datasets;
+  // HDF5's own bytes in the file (hdf5_bytes.hpp): (offset, length) extents and their CRC-32;
+  // no checksum when not known.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> hdf5_extents;
+  std::optional<std::uint32_t> hdf5_checksum;
 };
 
 }  // namespace strata::checkpoint

@@ -6,6 +6,7 @@
 
 #include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/checksum.hpp"
+#include "framework/checkpoint/hdf5_bytes.hpp"
 #include "framework/checkpoint/naming.hpp"
 #include "framework/checkpoint/shard_file.hpp"
 
@@ -72,6 +73,7 @@ VerifyReport verify_checkpoint(const std::string& step_dir, VerifyLevel level) {
       continue;
     }
     try {
+      verify_hdf5_bytes(path, fe.hdf5_extents, fe.hdf5_checksum);  // before HDF5 parses it
       ShardFile f(path);
       if (f.header().rank != fe.rank || f.header().world != m.layout.world ||
           f.header().step != m.step)

@@ -11,6 +11,7 @@
 #include "framework/config/config.hpp"
 #include "framework/config/overrides.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
 
 namespace strata::config {
 
@@ -18,16 +19,7 @@ namespace {
 
 // "line:column" of a 1-based byte offset into text.
 std::string position(const std::string& text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return fmt::format("{}:{}", line, col);
+  return text_position(text, byte > 0 ? byte - 1 : 0);
 }
 
 // nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
@@ -94,6 +86,7 @@ json read_config_file(const std::string& path) {
     return true;
   };
   json doc;
+  check_json_limits(text, path, "config");  // before the parser: depth, number sizes
   try {
     doc = json::parse(text, callback);
   } catch (const json::parse_error& e) {

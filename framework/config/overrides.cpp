@@ -7,6 +7,7 @@
 #include "framework/config/deepspeed_keys.hpp"
 #include "framework/config/schema.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
 #include "framework/memory/size.hpp"
 
 namespace strata::config {
@@ -32,6 +33,7 @@ bool all_digits(std::string_view s) {
 // that parse_config reports "must be an integer, got "abc"" with the key's name.
 json value_for(const KeySpec& spec, std::string_view text) {
   const std::string s(text);
+  check_json_limits(s, "value", "config");  // before json::accept/parse: depth, number sizes
   if (spec.nullable && s == "null") return nullptr;
   if (spec.kind == Kind::string) {
     if (s.size() >= 2 && s.front() == '"' && s.back() == '"' && json::accept(s))

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "framework/core/error.hpp"
+#include "framework/core/json_limits.hpp"
 
 namespace strata::data {
 
@@ -86,7 +87,9 @@ BpeTokenizer BpeTokenizer::load_gpt2(const std::string& vocab_path,
   BpeTokenizer t;
   nlohmann::json vocab;
   try {
-    vocab = nlohmann::json::parse(read_file(vocab_path));
+    const std::string text = read_file(vocab_path);
+    check_json_limits(text, vocab_path, "data");  // depth, number sizes
+    vocab = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     user_fail("data", "{}: not valid JSON: {}", vocab_path, e.what());
   }

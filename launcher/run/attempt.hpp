@@ -24,13 +24,20 @@ struct AttemptResult {
 
   // The job finished: mpirun exited 0 and the watchdog did not have to kill it.
   bool ok() const;
-  // "rank 1 killed by signal 9 (SIGKILL, Killed) after step 7", or the watchdog's reason.
-  std::string failure() const;
+  // "rank 1 killed by signal 9 (SIGKILL, Killed) after step 7", or the watchdog's reason; with
+  // `excerpt`, followed by the start of that rank's last words (": [checkpoint] no space ...").
+  std::string failure(bool excerpt = false) const;
   // "completed in 12.3 s" or "failed after 3.1 s: <failure>".
-  std::string outcome() const;
+  std::string outcome(bool excerpt = false) const;
+  // The first rank that exited with a status a restart cannot change (ExitRecord::final), if any.
+  const ExitRecord* final_failure() const;
+  // The ranks' last words, each distinct text once, its lines prefixed with the ranks that
+  // reported it ("[0-3] train_gpt: [config] ..."); empty when no failed rank left any.
+  std::string last_words() const;
 };
 
-// "  attempt 1: failed after 3.1 s: ...\n  attempt 2: completed in 9.0 s\n"
+// "  attempt 1: failed after 3.1 s: ...\n  attempt 2: completed in 9.0 s\n", each failure with
+// an excerpt of the failing rank's last words.
 std::string summary(const std::vector<AttemptResult>& attempts);
 
 }  // namespace strata::launcher::run

@@ -8,11 +8,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "framework/core/exit_status.hpp"
 #include "launcher/run/process.hpp"
 
 namespace strata::launcher::run {
 
 namespace fs = std::filesystem;
+
+bool ExitRecord::final() const {
+  return !signaled && !collateral && !restart_can_help(code);
+}
 
 std::string ExitRecord::describe() const {
   return signaled ? fmt::format("rank {} killed by {}", rank, describe_signal(code))
@@ -30,6 +35,7 @@ void write_exit_record(const std::string& dir, const ExitRecord& r) {
     std::ofstream out(tmp, std::ios::trunc);
     out << fmt::format("rank {}\n{} {}\ncollateral {}\ntime_ns {}\n", r.rank,
                        r.signaled ? "signal" : "exit", r.code, r.collateral ? 1 : 0, r.time_ns);
+    for (const auto& line : r.message) out << "message " << line << "\n";
     if (!out) return;
   }
   std::rename(tmp.c_str(), path.c_str());
@@ -56,6 +62,10 @@ std::vector<ExitRecord> read_exit_records(const std::string& dir) {
         r.collateral = c != 0;
       } else if (key == "time_ns") {
         in >> r.time_ns;
+      } else if (key == "message") {
+        std::string line;
+        std::getline(in, line);
+        r.message.push_back(line.empty() ? line : line.substr(1));  // after the one space
       }
     }
     if (got == 3) out.push_back(r);

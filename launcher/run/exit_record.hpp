@@ -1,5 +1,6 @@
 // How a rank's program ended, as its wrapper saw it: written to <status-dir>/rank_XXXXX.exit
-// when the program fails, read by the launcher to say which rank failed first and why.
+// when the program fails, read by the launcher to say which rank failed first and why, to print
+// the ranks' last words once, and to decide whether a restart can help (exit_status.hpp).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,14 @@ struct ExitRecord {
   int code = 0;
   bool collateral = false;   // mpirun had already told this rank to stop (another rank failed)
   std::int64_t time_ns = 0;  // wall clock (comparable across nodes with synchronised clocks)
+  // The program's last burst of stderr lines (its error), held back from the console: the
+  // launcher prints it once for every rank that reported the same.
+  std::vector<std::string> message;
 
   std::string describe() const;  // "rank 3 killed by signal 9 (SIGKILL, Killed)"
+  // The program exited (not killed) with a status a restart cannot change (bad input, usage,
+  // out of memory), and not because mpirun was ending the job.
+  bool final() const;
 };
 
 std::string exit_record_path(const std::string& dir, int rank);

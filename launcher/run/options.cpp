@@ -1,19 +1,32 @@
 #include "launcher/run/options.hpp"
 
+#include <cmath>
+
 #include "framework/core/error.hpp"
 
 namespace strata::launcher::run {
+
+namespace {
+
+// A duration option: a finite number of seconds in [0, max] (NaN, infinity and absurd values
+// would wait forever or be taken as 0).
+void check_seconds(const char* flag, double v, double max, const char* zero_means = "") {
+  if (!std::isfinite(v) || v < 0)
+    user_fail("run", "{} {}: give a number of seconds >= 0{}", flag, v, zero_means);
+  if (v > max) user_fail("run", "{} {}: at most {:g} seconds are accepted", flag, v, max);
+}
+
+}  // namespace
 
 void validate(const RunOptions& o) {
   if (o.ranks < 1) user_fail("run", "-n {}: the number of ranks must be at least 1", o.ranks);
   if (!o.hostfile.empty() && !o.hosts.empty())
     user_fail("run", "give either --hostfile or --host, not both");
   if (o.max_restarts < 0) user_fail("run", "--max-restarts {} must be >= 0", o.max_restarts);
-  if (o.restart_delay_s < 0) user_fail("run", "--restart-delay {} must be >= 0", o.restart_delay_s);
-  if (o.watchdog_s < 0) user_fail("run", "--watchdog {} must be >= 0 (0: off)", o.watchdog_s);
-  if (o.kill_grace_s < 0) user_fail("run", "--kill-grace {} must be >= 0", o.kill_grace_s);
-  if (o.watchdog_startup_s && *o.watchdog_startup_s < 0)
-    user_fail("run", "--watchdog-startup {} must be >= 0", *o.watchdog_startup_s);
+  check_seconds("--restart-delay", o.restart_delay_s, 86400);
+  check_seconds("--watchdog", o.watchdog_s, 7 * 86400, " (0: off)");
+  check_seconds("--kill-grace", o.kill_grace_s, 3600);
+  if (o.watchdog_startup_s) check_seconds("--watchdog-startup", *o.watchdog_startup_s, 7 * 86400);
   if (o.program.empty())
     user_fail("run", "no program to run (write: strata run -n N -- PROGRAM ARGS...)");
 }

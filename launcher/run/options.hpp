@@ -24,6 +24,7 @@ struct RunOptions {
   std::string mpirun = "mpirun";      // --mpirun PATH
   bool force_mpirun = false;          // --use-mpirun: use mpirun even for -n 1
   bool dry_run = false;               // --dry-run
+  bool always_restart = false;        // --always-restart: also after bad input, usage, OOM
   std::vector<std::string> program;   // PROGRAM ARGS...
 
   // -n 1 on this machine runs the program without mpirun (see docs/launcher.md).

@@ -177,6 +177,7 @@ int run_rank(const RankWrapperOptions& o) {
     }
     if (out_open && !pump(out_r, output, true)) out_open = false;
     if (err_open && !pump(err[0], output, false)) err_open = false;
+    output.tick();
     if (!reaped && waitpid(child, &status, WNOHANG) == child) {
       reaped = true;
       ended_ns = wall_ns();
@@ -193,11 +194,23 @@ int run_rank(const RankWrapperOptions& o) {
   else if (WIFSIGNALED(status))
     rc = 128 + WTERMSIG(status);
   if (rc != 0) {
-    ExitRecord r{rank, WIFSIGNALED(status), WIFSIGNALED(status) ? WTERMSIG(status) : rc, collateral,
-                 ended_ns};
+    ExitRecord r{rank,
+                 WIFSIGNALED(status),
+                 WIFSIGNALED(status) ? WTERMSIG(status) : rc,
+                 collateral,
+                 ended_ns,
+                 {}};
+    // The program's last words go to the launcher, which prints them once for all ranks; a
+    // rank that mpirun was stopping shows them as they are.
+    if (collateral)
+      output.show_held();
+    else
+      r.message = output.take_held();
     write_exit_record(o.status_dir, r);
     output.note(fmt::format("strata run: {}{}", r.describe(),
                             collateral ? " (after mpirun stopped the job)" : ""));
+  } else {
+    output.show_held();
   }
   close(out_r);
   close(err[0]);

@@ -141,6 +141,11 @@ int supervise(RunOptions o) {
       say(fmt::format("attempt {} (restart {} of {})", attempt, attempt - 1, o.max_restarts));
     attempts.push_back(run_attempt(o, plan, dirs, signals));
     const AttemptResult& r = attempts.back();
+    if (!r.ok()) {
+      // The failed ranks' last words (their errors), once each, not once per rank.
+      std::cout.flush();
+      std::cerr << r.last_words() << std::flush;
+    }
 
     if (r.stop_signals > 0) {
       const bool clean = r.ok() && !r.killed;
@@ -155,6 +160,14 @@ int supervise(RunOptions o) {
       return kExitOk;
     }
     say(fmt::format("attempt {} {}", attempt, r.outcome()));
+    if (const ExitRecord* f = r.final_failure(); f && !o.always_restart) {
+      say(
+          fmt::format("not restarting: rank {} exited with status {} ({}), which a restart "
+                      "cannot change{}",
+                      f->rank, f->code, exit_status_meaning(f->code),
+                      attempts.size() > 1 ? ":\n" + summary(attempts) : std::string()));
+      return f->code;
+    }
     if (attempt > o.max_restarts) {
       say(fmt::format("giving up: the job failed {} time{} (--max-restarts {}):\n{}",
                       attempts.size(), attempts.size() == 1 ? "" : "s", o.max_restarts,

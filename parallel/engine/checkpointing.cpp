@@ -289,6 +289,9 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
   phase("write its file", [&] {
     ck::ShardWriter writer(step_dir, spec.rank, h.layout.world, h.step);
     auto& states = trainer_.states();
+    // A full disk is reported before writing.
+    const SavedSize size = saved_size();
+    writer.expect(size.bytes, size.slices);
     store_.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store_.num_units(); ++u) {
       const nn::UnitLayout& l = store_.layout(u);
@@ -322,20 +325,34 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
   }
 }
 
+// Bytes of f32 state this rank writes: the masters and `moments` optimizer buffers of its range.
+Checkpointer::SavedSize Checkpointer::saved_size() const {
+  SavedSize out;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    const nn::UnitLayout& l = store_.layout(u);
+    const StateSaveRange r = save_range(u);
+    // The f32 masters: one slice per parameter piece (per run of a tensor-parallel part's).
+    if (r.a < r.b)
+      for (const ck::FlatPiece& pc : ck::split_flat_range(flat_params(l), r.a, r.b)) {
+        const nn::Parameter& p = *l.params[pc.param];
+        if (!p.placement.split() && pipeline_.tp_index != 0) continue;
+        to_global(p, pc.begin, pc.end, [&](std::int64_t, std::int64_t, std::int64_t n) {
+          out.bytes += static_cast<std::size_t>(n) * sizeof(float);
+          ++out.slices;
+        });
+      }
+    out.bytes += state_slice_bytes(trainer_, l, u, r, pipeline_.tp_index, &out.slices);
+  }
+  return out;
+}
+
 void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
   wait();  // the previous save: its staging memory goes before this one's is taken
   auto& states = trainer_.states();
   // One arena for every slice, in the order the writer adds them (unit by unit: param, then the
   // optimizer state), which is the order of their bytes in the rank file. A slice that cannot
   // start where the previous one ends (an f32 slice after u8 codes) gets a buffer of its own.
-  std::size_t bytes = 0;
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    const nn::UnitLayout& l = store_.layout(u);
-    const StateSaveRange r = save_range(u);
-    if (r.a < r.b) bytes += static_cast<std::size_t>(r.b - r.a) * sizeof(float);
-    bytes += state_slice_bytes(trainer_, l, u, r, pipeline_.tp_index);
-  }
-  ck::StagingArena arena(bytes);
+  ck::StagingArena arena(saved_size().bytes);
   ck::SaveJob job{std::move(spec), {}, std::move(rs)};
   store_.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {

@@ -120,6 +120,11 @@ class Checkpointer {
   checkpoint::TrainState train_state(const JobState& job) const;
   void save_sync(const checkpoint::SaveSpec& spec, const checkpoint::RankState& rs);
   void save_async(checkpoint::SaveSpec spec, checkpoint::RankState rs);
+  // What this rank's file of a save holds: bytes of data and number of slices (datasets' parts).
+  struct SavedSize {
+    std::size_t bytes = 0, slices = 0;
+  };
+  SavedSize saved_size() const;
   void load_local(const std::string& step_dir, bool weights_only, LoadedCheckpoint& out);
   void apply_shared_state(const LoadedCheckpoint& loaded);
   // The element range of unit u this rank writes (none for a tied copy).

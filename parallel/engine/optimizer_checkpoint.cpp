@@ -129,10 +129,11 @@ void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std:
 }
 
 std::size_t state_slice_bytes(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
-                              const StateSaveRange& r, int tp_index) {
+                              const StateSaveRange& r, int tp_index, std::size_t* slices) {
   std::size_t bytes = 0;
   visit(t, l, u, r, nullptr, tp_index, [&](const ck::SliceRef& sl) {
     bytes += static_cast<std::size_t>(sl.end - sl.begin) * dtype_size(sl.dtype);
+    if (slices) ++*slices;
   });
   return bytes;
 }

@@ -56,9 +56,10 @@ struct StateSaveRange {
 void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
                           const StateSaveRange& r, const train::UnitOptimizerState& s,
                           int tp_index, const std::function<void(const checkpoint::SliceRef&)>& f);
-// The bytes those slices hold (staging buffers are sized with it before any state is read).
+// The bytes those slices hold (staging buffers are sized with it before any state is read);
+// `slices`, when given, is increased by their number.
 std::size_t state_slice_bytes(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
-                              const StateSaveRange& r, int tp_index);
+                              const StateSaveRange& r, int tp_index, std::size_t* slices = nullptr);
 
 // UserError (one line) when the checkpoint's optimizer state cannot be loaded into the trainer:
 // another optimizer, Adafactor with/without a first moment (beta1), or AdamW8bit blocks of

@@ -52,7 +52,10 @@ void agree_or_throw(const Group& g, std::exception_ptr mine) {
                                                           ReduceOp::max);
   if (v == 0) return;
   const int root = g.size() - v;
-  std::string text = g.rank() == root ? describe(mine).dump() : std::string();
+  // (replace: a message may quote bytes of a damaged file that are not UTF-8)
+  std::string text = g.rank() == root
+                         ? describe(mine).dump(-1, ' ', false, json::error_handler_t::replace)
+                         : std::string();
   broadcast_string(g, text, root);
   if (g.rank() == root) std::rethrow_exception(mine);
   rethrow_remote(json::parse(text), root);

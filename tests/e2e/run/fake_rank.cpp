@@ -10,8 +10,9 @@
 //   FAKE_RANK_SLOW_SAVE_STEP=s   when saving step s (in attempt FAKE_RANK_SLOW_SAVE_ATTEMPT,
 //   FAKE_RANK_SLOW_SAVE_RANK=r   default 1), rank r touches D/rank_r.saving after writing its
 //   FAKE_RANK_SLOW_SAVE_MS=m     temporary file and sleeps m ms before renaming it
-//   FAKE_RANK_FAIL_STEP=s        rank FAKE_RANK_FAIL_RANK fails right after step s, every
-//   FAKE_RANK_FAIL_RANK=r        attempt: FAKE_RANK_FAIL_HOW=exit (status 3, default) or segv
+//   FAKE_RANK_FAIL_STEP=s        rank FAKE_RANK_FAIL_RANK (-1: every rank) fails right after
+//   FAKE_RANK_FAIL_RANK=r        step s, every attempt: FAKE_RANK_FAIL_HOW=exit (status
+//   FAKE_RANK_FAIL_STATUS=n      FAKE_RANK_FAIL_STATUS, default 3) or segv
 //   FAKE_RANK_IGNORE_TERM=1      ignore SIGTERM (a rank that will not stop)
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -156,8 +157,12 @@ int run(const Args& a) {
         .wait();
     state = mix(state + static_cast<std::uint64_t>(out[0]));
     progress(std::to_string(step));
-    if (step == env_long("FAKE_RANK_FAIL_STEP", -1) && rank == env_long("FAKE_RANK_FAIL_RANK", 0)) {
-      fmt::print(stderr, "rank {} failing on purpose after step {}\n", rank, step);
+    const long fail_rank = env_long("FAKE_RANK_FAIL_RANK", 0);
+    if (step == env_long("FAKE_RANK_FAIL_STEP", -1) && (rank == fail_rank || fail_rank == -1)) {
+      if (fail_rank == -1)  // the same words from every rank, as after bad input
+        fmt::print(stderr, "every rank failing on purpose after step {}\n", step);
+      else
+        fmt::print(stderr, "rank {} failing on purpose after step {}\n", rank, step);
       std::fflush(stderr);
       if (std::string(std::getenv("FAKE_RANK_FAIL_HOW") ? std::getenv("FAKE_RANK_FAIL_HOW") : "") ==
           "segv")
@@ -165,7 +170,7 @@ int run(const Args& a) {
       // Like a rank whose top level caught an error: exit at once, without MPI_Finalize (which
       // in Open MPI waits for every other rank to finalize too, so the job would hang).
       std::fflush(stdout);
-      std::_Exit(3);
+      std::_Exit(static_cast<int>(env_long("FAKE_RANK_FAIL_STATUS", 3)));
     }
     const bool stop = out[1] > 0;  // every rank agrees on when to stop
     if (step % a.every == 0 || stop) save(step);

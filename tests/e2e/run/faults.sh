@@ -152,11 +152,13 @@ gave_up)  # a rank that fails every attempt: non-zero exit and a summary naming 
   [[ $rc == 4 ]] || fail "exit status $rc, expected 4 (restarts used up)"
   grep -q "giving up: the job failed 3 times (--max-restarts 2)" "$T/err" || fail "no 'giving up' line"
   for a in 1 2 3; do
-    grep -Eq "^  attempt $a: failed after [0-9.]+ s: rank 1 exited with status 3 after step 3$" "$T/err" ||
-      fail "the summary does not name attempt $a's failure"
+    grep -Eq "^  attempt $a: failed after [0-9.]+ s: rank 1 exited with status 3 after step 3: rank 1 failing on purpose after step 3$" "$T/err" ||
+      fail "the summary does not name attempt $a's failure and rank 1's last words"
   done
-  # Console: rank 0's stdout and every rank's stderr, prefixed; logs: everything per rank.
-  grep -q "^\[1\] rank 1 failing on purpose after step 3$" "$T/err" || fail "rank 1's error is not on the console"
+  # Console: rank 0's stdout and every rank's stderr, prefixed (a failed rank's last words once
+  # per attempt, by the launcher); logs: everything per rank.
+  [[ $(grep -c "^\[1\] rank 1 failing on purpose after step 3$" "$T/err") == 3 ]] ||
+    fail "rank 1's error is not on the console once per attempt"
   grep -q "^\[0\] rank 0 step 2$" "$T/out" || fail "rank 0's output is not on the console"
   grep -q "rank 1 step" "$T/out" && fail "rank 1's stdout reached the console"
   [[ $(grep -c "^rank 1 step 2$" "$T/logs/rank_00001.log") == 3 ]] || fail "rank_00001.log lacks an attempt's output"
@@ -228,6 +230,32 @@ stuck_after_failure)  # a rank failed but mpirun leaves the others running: --ki
   grep -Eq "^  attempt 1: failed after .* s: rank 1 exited with status 3" "$T/err" || fail "the failure is not named"
   p=$(cat "$T/pids/rank_0.pid")
   kill -0 "$p" 2>/dev/null && fail "rank 0 (pid $p) survived"
+  ;;
+
+no_restart)  # bad input (1) and out of memory (7) are not restarted; their error is shown once
+  FAKE_RANK_FAIL_STEP=2 FAKE_RANK_FAIL_RANK=-1 FAKE_RANK_FAIL_STATUS=1 \
+    start -n 2 --max-restarts 3 --restart-delay 0 -- "$fake" --steps 10 --ckpt "$T/ck"
+  finish
+  [[ $rc == 1 ]] || fail "bad input: exit status $rc, expected 1 (the rank's)"
+  grep -q "attempt 2" "$T/err" && fail "bad input was restarted"
+  [[ $(grep -c "failing on purpose" "$T/err") == 1 ]] || fail "the error is not on the console exactly once"
+  grep -q "^\[0,1\] every rank failing on purpose after step 2$" "$T/err" || fail "the error does not name both ranks"
+  grep -Eq "not restarting: rank [01] exited with status 1 \(bad input\), which a restart cannot change" "$T/err" ||
+    fail "no 'not restarting' line"
+  rm -rf "$T/ck"
+  FAKE_RANK_FAIL_STEP=2 FAKE_RANK_FAIL_RANK=1 FAKE_RANK_FAIL_STATUS=7 \
+    start -n 2 --max-restarts 3 --restart-delay 0 -- "$fake" --steps 10 --ckpt "$T/ck"
+  finish
+  [[ $rc == 7 ]] || fail "out of memory: exit status $rc, expected 7"
+  grep -q "attempt 2" "$T/err" && fail "out of memory was restarted"
+  grep -q "not restarting: rank 1 exited with status 7 (out of memory)" "$T/err" || fail "no 'not restarting' line for 7"
+  # --always-restart: restarted like any failure
+  rm -rf "$T/ck"
+  FAKE_RANK_FAIL_STEP=2 FAKE_RANK_FAIL_RANK=1 FAKE_RANK_FAIL_STATUS=1 \
+    start -n 2 --max-restarts 1 --restart-delay 0 --always-restart -- "$fake" --steps 10 --ckpt "$T/ck"
+  finish
+  [[ $rc == 4 ]] || fail "--always-restart: exit status $rc, expected 4"
+  grep -q "attempt 2 failed" "$T/err" || fail "--always-restart did not restart"
   ;;
 
 dry_run)  # the mpirun command: run-as-root variables only as root, exported variables

@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <functional>
 
 #include "ckpt_test_util.hpp"
 #include "framework/checkpoint/catalog.hpp"
 #include "framework/checkpoint/checkpoint_error.hpp"
 #include "framework/checkpoint/durable_fs.hpp"
 #include "framework/checkpoint/latest.hpp"
+#include "framework/checkpoint/manifest.hpp"
 #include "framework/checkpoint/reader.hpp"
 #include "framework/checkpoint/shard_file.hpp"
 #include "framework/checkpoint/verify.hpp"
@@ -88,11 +90,14 @@ TEST(Integrity, ForeignFileWithRightSizeIsCaught) {
   TempDir tmp;
   const std::string a = testing::save_toy(tmp / "a", 5, 2);
   const std::string b = testing::save_toy(tmp / "b", 6, 2);
-  // Same size (same layout), different step: the header and checksums disagree.
+  // Same size (same layout), different step: its HDF5 bytes (header, attributes) disagree with the
+  // manifest's record of them, before HDF5 reads any of it.
   fs::copy_file(b + "/rank_00001.h5", a + "/rank_00001.h5", fs::copy_options::overwrite_existing);
   const VerifyReport rep = verify_checkpoint(a);
   ASSERT_FALSE(rep.ok());
-  EXPECT_NE(rep.faults[0].find("at step 6"), std::string::npos) << rep.faults[0];
+  EXPECT_NE(rep.faults[0].find("rank_00001.h5: HDF5's bytes (metadata) do not match the manifest"),
+            std::string::npos)
+      << rep.faults[0];
 }
 
 TEST(Integrity, WithoutManifestItIsNotACheckpoint) {
@@ -198,6 +203,113 @@ TEST_F(FindLatest, NothingUsableIsAnErrorNotAFreshStart) {
                                      {"latest", "not a step"}));
 }
 
+// A job killed during a save (its first, or a later one) leaves a step directory without a
+// manifest: a save that never committed, not a broken checkpoint. It is ignored (with a warning
+// when newer than the checkpoint chosen); with nothing committed, the job starts fresh.
+TEST_F(FindLatest, UncommittedStepDirectoryIsNotACheckpoint) {
+  TempDir tmp;
+  fs::create_directories(tmp / "step_00000005");
+  write_file_atomic(tmp / "step_00000005/rank_00000.h5.tmp", "partial");
+  write_file_atomic(tmp / "step_00000005/manifest.json.tmp", "{");
+  EXPECT_FALSE(find_latest(tmp.str(), options()));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("ignoring " + tmp / "step_00000005" +
+                             " (no manifest.json: a save that "
+                             "did not finish)"),
+            std::string::npos)
+      << warnings[0];
+
+  // A committed step 10, then a save of step 20 killed after its rank files: step 10 it is.
+  warnings.clear();
+  testing::save_toy(tmp.str(), 10, 2);
+  const std::string d20 = testing::save_toy(tmp.str(), 20, 2);
+  fs::remove(d20 + "/manifest.json");
+  update_latest_atomic(tmp.str(), "step_00000010");
+  const auto found = find_latest(tmp.str(), options());
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->step, 10);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("step_00000020"), std::string::npos) << warnings[0];
+  EXPECT_EQ(warnings[0].find("step_00000005"), std::string::npos) << "older: not worth a warning";
+}
+
+// Rewrites the step's manifest.json with `edit` applied to its JSON (the checksum kept as it was).
+void edit_manifest(const std::string& step_dir, const std::function<void(json&)>& edit) {
+  const std::string path = step_dir + "/manifest.json";
+  json j = json::parse(read_text_file(path));
+  edit(j);
+  write_file_atomic(path, j.dump(1));
+}
+
+// Everything a resume reads from the manifest is covered by its checksum: an edited value is a
+// fault for verify and a reason for find_latest to fall back, never silently used.
+TEST_F(FindLatest, EditedManifestIsRefused) {
+  const std::vector<std::pair<std::string, std::function<void(json&)>>> edits = {
+      {"optimizer_updates", [](json& j) { j["state"]["optimizer_updates"] = 99; }},
+      {"sampler position", [](json& j) { j["state"]["sampler"]["position"] = 7; }},
+      {"loss scale", [](json& j) { j["state"]["loss_scaler"]["cur_scale"] = 2.0; }},
+      {"config", [](json& j) { j["config"]["strata"]["model"]["n_head"] = 2; }},
+      {"zero stage", [](json& j) { j["zero_stage"] = 2; }},
+      {"slice checksum",
+       [](json& j) { j["params"][0]["slices"][0]["checksum"] = "crc32:00000000"; }},
+  };
+  for (const auto& [what, edit] : edits) {
+    TempDir tmp;
+    testing::save_toy(tmp.str(), 10, 2);
+    const std::string d20 = testing::save_toy(tmp.str(), 20, 2);
+    edit_manifest(d20, edit);
+    const VerifyReport rep = verify_checkpoint(d20);
+    ASSERT_FALSE(rep.ok()) << what << " edited, and verify says ok";
+    EXPECT_NE(rep.faults[0].find("manifest.json: checksum mismatch"), std::string::npos)
+        << what << ": " << rep.faults[0];
+    EXPECT_TRUE(throws_with<CheckpointError>([&] { CheckpointReader r(d20); },
+                                             {"checksum mismatch", "changed after it was written"}))
+        << what;
+    warnings.clear();
+    EXPECT_EQ(find_latest(tmp.str(), options())->step, 10) << what;
+  }
+  // Formatting alone (whitespace, key order) is not a change.
+  TempDir tmp;
+  const std::string d = testing::save_toy(tmp.str(), 10, 1);
+  write_file_atomic(d + "/manifest.json",
+                    json::parse(read_text_file(d + "/manifest.json")).dump(4));
+  EXPECT_TRUE(verify_checkpoint(d).ok());
+}
+
+TEST(Integrity, ManifestChecksumIsRequiredFromFormat2AndOlderManifestsStillRead) {
+  TempDir tmp;
+  const std::string d = testing::save_toy(tmp.str(), 10, 1);
+  json j = json::parse(read_text_file(d + "/manifest.json"));
+  EXPECT_EQ(j["format_version"], 2);
+  j.erase("checksum");
+  write_file_atomic(d + "/manifest.json", j.dump());
+  EXPECT_TRUE(throws_with<CheckpointError>([&] { read_manifest(d); }, {"no checksum"}));
+  // A format-1 manifest (written before checksums): read as it is.
+  j["format_version"] = 1;
+  write_file_atomic(d + "/manifest.json", j.dump());
+  EXPECT_EQ(read_manifest(d).step, 10);
+  EXPECT_TRUE(verify_checkpoint(d, VerifyLevel::full).ok());
+}
+
+// HDF5's own bytes (metadata) are checked against the manifest before HDF5 parses the file: a
+// damaged superblock or attribute is a named fault, never a crash inside HDF5.
+TEST(Integrity, DamagedHdf5MetadataIsRefusedBeforeHdf5ReadsIt) {
+  TempDir tmp;
+  const std::string d = testing::save_toy(tmp.str(), 10, 2);
+  const Manifest m = read_manifest(d);
+  ASSERT_TRUE(m.files[1].hdf5_checksum);
+  ASSERT_FALSE(m.files[1].hdf5_extents.empty());
+  const auto [off, len] = m.files[1].hdf5_extents.front();
+  testing::flip_byte(d + "/rank_00001.h5", off + len / 2);
+  const VerifyReport rep = verify_checkpoint(d);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_NE(rep.faults[0].find("rank_00001.h5: HDF5's bytes (metadata) do not match the manifest"),
+            std::string::npos)
+      << rep.faults[0];
+  CheckpointReader r(d);
+  EXPECT_TRUE(throws_with<CheckpointError>([&] { r.read_f32("param", "transformer.ln_f.weight"); },
+                                           {"rank_00001.h5", "HDF5's bytes"}));
+}
 
 // Two processes (two jobs sharing a log folder) writing the same file at once: each write is
 // whole, neither fails on the other's temporary file, and none is left behind.

@@ -148,6 +148,23 @@ TEST(Safetensors, RejectsMalformedFilesInOneLine) {
   EXPECT_TRUE(rejects(raw_file(tmp, R"({"a":[1]})", 0), "not a JSON object"));
 }
 
+// A hostile header is refused before the JSON parser sees it: 100,000 nested arrays overflowed
+// the parser's stack (issue #18), and a 100,000-digit number is not echoed whole.
+TEST(Safetensors, DeepOrHugeHeadersAreRefusedBeforeParsing) {
+  TempDir tmp;
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_TRUE(rejects(raw_file(tmp, deep, 0, "deep.safetensors"), "nested more than 64 levels"));
+  const std::string big = R"({"a":{"dtype":"F32","shape":[1)" + std::string(100000, '7') +
+                          R"(],"data_offsets":[0,8]}})";
+  const std::string p = raw_file(tmp, big, 8, "big.safetensors");
+  EXPECT_TRUE(rejects(p, "a number of 100001 characters"));
+  try {
+    SafetensorsReader r(p);
+  } catch (const UserError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 400u);
+  }
+}
+
 TEST(Safetensors, OnlyFloatTensorsReadAsWeights) {
   TempDir tmp;
   SafetensorsReader r(

@@ -1,0 +1,15 @@
+#include "examples/train_gpt/startup_checks.hpp"
+
+#include "examples/train_gpt/metrics_file.hpp"
+#include "framework/core/output_path.hpp"
+
+namespace strata::examples {
+
+void check_outputs(const config::Config& cfg, const std::string& metrics_path) {
+  if (!cfg.strata.checkpoint.dir.empty())
+    check_output_dir(cfg.strata.checkpoint.dir, "train_gpt",
+                     "the checkpoint directory (strata.checkpoint.dir / --checkpoint-dir)");
+  MetricsFile::check(metrics_path);
+}
+
+}  // namespace strata::examples
