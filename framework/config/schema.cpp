@@ -251,7 +251,8 @@ struct Hint {
   std::string_view path, hint;
 };
 constexpr std::string_view kNoLossScale =
-    "bfloat16 needs no loss scaling; only fp16 has a loss scale (DeepSpeed ignores this key)";
+    "bfloat16 needs no loss scaling; only fp16 has a loss scale (DeepSpeed refuses this key "
+    "too since its bf16 section became a strict schema in 2025: remove it)";
 constexpr Hint kHints[] = {
     {"bf16.loss_scale", kNoLossScale},
     {"bf16.initial_scale_power", kNoLossScale},
