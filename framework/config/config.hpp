@@ -19,7 +19,7 @@ namespace strata::config {
 
 using json = nlohmann::json;
 
-enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor };
+enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor, lamb };
 enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
@@ -47,7 +47,7 @@ struct Bf16 {
 struct Optimizer {
   OptimizerType type = OptimizerType::adamw;
   double lr = 1e-3;
-  std::array<double, 2> betas{0.9, 0.999};  // Adam, AdamW
+  std::array<double, 2> betas{0.9, 0.999};  // Adam, AdamW, Lamb
   double eps = 1e-8;                        // Adam, AdamW
   double weight_decay = 0.01;               // default 0.01 for AdamW, 0 for Adam and SGD
   bool adam_w_mode = true;                  // decoupled weight decay (always true for AdamW)
@@ -62,6 +62,10 @@ struct Optimizer {
   bool scale_parameter = true;
   bool relative_step = true;  // lr must not be given then
   bool warmup_init = false;
+  // Lamb (DeepSpeed's FusedLamb names and defaults): the trust ratio clamp.
+  double max_coeff = 10.0;
+  double min_coeff = 0.01;
+  bool eps_inside_sqrt = false;
 };
 
 // `scheduler`: DeepSpeed's warmup schedules and their params.

@@ -265,6 +265,7 @@ const DeepSpeedKey kKeys[] = {
 struct OptimizerParam {
   bool adam, adamw, sgd;  // the Strata optimizers whose DeepSpeed version takes it
   DeepSpeedKey key;
+  bool lamb = false;
 };
 
 const OptimizerParam kOptimizerParams[] = {
@@ -283,7 +284,17 @@ const OptimizerParam kOptimizerParams[] = {
      true,
      false,
      {"optimizer.params.amsgrad", K::boolean, is_false, "PyTorch's default",
-      "the AMSGrad variant of Adam", kRemoveOrFalse}},
+      "the AMSGrad variant of Adam", kRemoveOrFalse},
+     true},
+    {false,
+     false,
+     false,
+     {"optimizer.params.max_grad_norm", K::number, is_zero,
+      "FusedLamb's default: no clipping inside the optimizer",
+      "FusedLamb's own gradient clipping, which needs a gradient norm DeepSpeed's engine never "
+      "passes it",
+      "remove the key and set gradient_clipping (global-norm clipping before the update)"},
+     true},
     {false,
      false,
      true,
@@ -307,7 +318,6 @@ struct Named {
 };
 
 const Named kOptimizers[] = {
-    {"Lamb", "the LAMB optimizer"},
     {"OneBitAdam", "1-bit Adam (compressed communication)"},
     {"ZeroOneAdam", "0/1 Adam (compressed communication)"},
     {"OneBitLamb", "1-bit LAMB (compressed communication)"},
@@ -445,7 +455,8 @@ std::vector<DeepSpeedKeyRow> deepspeed_key_rows() {
   for (const auto& p : kOptimizerParams) {
     std::string types;
     for (const auto& [takes, name] :
-         {std::pair{p.adam, "Adam"}, std::pair{p.adamw, "AdamW"}, std::pair{p.sgd, "SGD"}})
+         {std::pair{p.adam, "Adam"}, std::pair{p.adamw, "AdamW"}, std::pair{p.sgd, "SGD"},
+          std::pair{p.lamb, "Lamb"}})
       if (takes) types += (types.empty() ? "" : ", ") + std::string(name);
     rows.push_back({fmt::format("{} ({})", p.key.path, types), std::string(noop_values(p.key)),
                     otherwise(p.key)});
@@ -475,12 +486,23 @@ std::vector<std::string> deepspeed_keys_in(std::string_view section) {
   return out;
 }
 
+namespace {
+bool takes_param(const OptimizerParam& p, OptimizerType t) {
+  switch (t) {
+    case OptimizerType::adam: return p.adam;
+    case OptimizerType::adamw:
+    case OptimizerType::adamw8bit: return p.adamw;
+    case OptimizerType::sgd: return p.sgd;
+    case OptimizerType::lamb: return p.lamb;
+    case OptimizerType::adafactor: return false;
+  }
+  return false;
+}
+}  // namespace
+
 const DeepSpeedKey* find_optimizer_param(OptimizerType t, std::string_view name) {
   for (const auto& p : kOptimizerParams) {
-    const bool takes = t == OptimizerType::adam ? p.adam
-                       : t == OptimizerType::adamw || t == OptimizerType::adamw8bit ? p.adamw
-                       : t == OptimizerType::sgd                                    ? p.sgd
-                                                                                    : false;
+    const bool takes = takes_param(p, t);
     if (takes && p.key.path.substr(std::string_view("optimizer.params.").size()) == name)
       return &p.key;
   }
@@ -490,10 +512,7 @@ const DeepSpeedKey* find_optimizer_param(OptimizerType t, std::string_view name)
 std::vector<std::string> optimizer_params_beyond(OptimizerType t) {
   std::vector<std::string> out;
   for (const auto& p : kOptimizerParams) {
-    const bool takes = t == OptimizerType::adam ? p.adam
-                       : t == OptimizerType::adamw || t == OptimizerType::adamw8bit ? p.adamw
-                       : t == OptimizerType::sgd                                    ? p.sgd
-                                                                                    : false;
+    const bool takes = takes_param(p, t);
     if (takes) out.emplace_back(p.key.path.substr(std::string_view("optimizer.params.").size()));
   }
   return out;

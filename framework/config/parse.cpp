@@ -308,6 +308,7 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
                                  {"AdamW", OptimizerType::adamw},
                                  {"AdamW8bit", OptimizerType::adamw8bit},
                                  {"Adafactor", OptimizerType::adafactor},
+                                 {"Lamb", OptimizerType::lamb},
                                  {"SGD", OptimizerType::sgd}},
                                 deepspeed_optimizer))
     return;
@@ -328,6 +329,12 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
       check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"}, beyond,
                    beyond_names, notes);
       break;
+    case OptimizerType::lamb:
+      check_params(r, "optimizer", name,
+                   {"lr", "betas", "eps", "weight_decay", "bias_correction", "max_coeff",
+                    "min_coeff", "eps_inside_sqrt"},
+                   beyond, beyond_names, notes);
+      break;
     case OptimizerType::adafactor:
       check_params(r, "optimizer", name,
                    {"lr", "eps", "clip_threshold", "decay_rate", "beta1", "weight_decay",
@@ -336,6 +343,7 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
       read_adafactor(r, o);
       return;
   }
+  // DeepSpeed's defaults: AdamW's 0.01; Adam's, FusedLamb's and SGD's 0.
   o.weight_decay =
       o.type == OptimizerType::adamw || o.type == OptimizerType::adamw8bit ? 0.01 : 0.0;
   o.adam_w_mode = o.type != OptimizerType::sgd;
@@ -357,6 +365,16 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
                                    "DeepSpeed's default"));
       o.adam_w_mode = true;
     }
+  }
+  if (o.type == OptimizerType::lamb) {
+    r.get("optimizer.params.max_coeff", o.max_coeff, kNonNegative);
+    r.get("optimizer.params.min_coeff", o.min_coeff, kNonNegative);
+    r.get("optimizer.params.eps_inside_sqrt", o.eps_inside_sqrt);
+    if (o.min_coeff > o.max_coeff)
+      problems.mistake("optimizer.params.min_coeff",
+                       "optimizer.params.min_coeff {} is above max_coeff {}: the trust ratio is "
+                       "clamped to [min_coeff, max_coeff]; make min_coeff <= max_coeff",
+                       o.min_coeff, o.max_coeff);
   }
   r.get("optimizer.params.momentum", o.momentum, kUnitOpen);
   r.get("optimizer.params.nesterov", o.nesterov);

@@ -59,19 +59,21 @@ constexpr KeySpec kSchema[] = {
     {"optimizer", K::object, "{}", "The optimizer."},
     {"optimizer.type", K::string, "\"AdamW\"",
      "\"Adam\", \"AdamW\", \"AdamW8bit\" (AdamW with 8-bit block-wise quantized m and v), "
-     "\"Adafactor\" or \"SGD\" (any letter case)."},
+     "\"Adafactor\", \"Lamb\" (DeepSpeed's FusedLamb: per-parameter trust ratio) or \"SGD\" "
+     "(any letter case)."},
     {"optimizer.params", K::object, "{}",
      "Optimizer parameters; only those the type uses are accepted."},
     {"optimizer.params.lr", K::number, "0.001",
      "Learning rate (the peak rate when a scheduler runs)."},
     {"optimizer.params.betas", K::number_pair, "[0.9, 0.999]",
-     "Adam/AdamW/AdamW8bit moment decay rates, each in [0, 1)."},
+     "Adam/AdamW/AdamW8bit/Lamb moment decay rates, each in [0, 1)."},
     {"optimizer.params.eps", K::number_or_pair, "1e-08; Adafactor: [1e-30, 0.001]",
-     "Adam/AdamW/AdamW8bit: denominator term (a number). Adafactor: [eps1, eps2], eps1 added to "
+     "Adam/AdamW/AdamW8bit/Lamb: denominator term (a number). Adafactor: [eps1, eps2], eps1 added to "
      "grad² before its means, eps2 the least parameter scale (scale_parameter)."},
     {"optimizer.params.weight_decay", K::number,
-     "0.01 for AdamW and AdamW8bit, 0.0 for Adam, Adafactor and SGD",
-     "Weight decay (decoupled for AdamW, AdamW8bit, Adafactor and for Adam with adam_w_mode); "
+     "0.01 for AdamW and AdamW8bit, 0.0 for Adam, Adafactor, Lamb and SGD",
+     "Weight decay (decoupled for AdamW, AdamW8bit, Adafactor and for Adam with adam_w_mode; "
+     "Lamb adds weight_decay × p to the update whose norm the trust ratio takes); "
      "applied to parameters with >= 2 dims only."},
     {"optimizer.params.adam_w_mode", K::boolean, "true",
      "Adam only: decoupled weight decay as in DeepSpeed's default; must be true (L2-coupled Adam "
@@ -79,8 +81,15 @@ constexpr KeySpec kSchema[] = {
      "not implemented)."},
     {"optimizer.params.bias_correction", K::boolean, "true",
      "Adam/AdamW/AdamW8bit: divide the moments by 1 - beta^t (PyTorch, DeepSpeed's default); "
+     "Lamb: step size lr × sqrt(1 - beta2^t) / (1 - beta1^t), as FusedLamb; "
      "false steps by lr * m / (sqrt(v) + eps) as DeepSpeed's FusedAdam and CPUAdam do with "
      "bias_correction false."},
+    {"optimizer.params.max_coeff", K::number, "10.0",
+     "Lamb: upper bound of the trust ratio ||p|| / ||update|| (per parameter)."},
+    {"optimizer.params.min_coeff", K::number, "0.01",
+     "Lamb: lower bound of the trust ratio; <= max_coeff."},
+    {"optimizer.params.eps_inside_sqrt", K::boolean, "false",
+     "Lamb: denominator sqrt(v + eps) instead of sqrt(v) + eps."},
     {"optimizer.params.momentum", K::number, "0.0", "SGD momentum in [0, 1)."},
     {"optimizer.params.nesterov", K::boolean, "false",
      "SGD Nesterov momentum (needs momentum > 0)."},

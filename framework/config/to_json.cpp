@@ -15,6 +15,8 @@ std::string_view to_string(OptimizerType t) {
       return "AdamW8bit";
     case OptimizerType::adafactor:
       return "Adafactor";
+    case OptimizerType::lamb:
+      return "Lamb";
   }
   return "?";
 }
@@ -80,6 +82,11 @@ json optimizer_json(const Optimizer& o) {
     p["eps"] = o.eps;
     p["bias_correction"] = o.bias_correction;
     if (o.type == OptimizerType::adam) p["adam_w_mode"] = o.adam_w_mode;
+    if (o.type == OptimizerType::lamb) {
+      p["max_coeff"] = o.max_coeff;
+      p["min_coeff"] = o.min_coeff;
+      p["eps_inside_sqrt"] = o.eps_inside_sqrt;
+    }
   }
   return {{"type", str(to_string(o.type))}, {"params", p}};
 }

@@ -10,29 +10,6 @@
 
 namespace strata::train {
 
-namespace {
-
-// Calls f(u, state, grad) for every unit in order with its state acquired (released dirty or
-// not, also when f throws) and its owned gradients as f32.
-template <typename F>
-void for_each_unit(nn::ParamStore& store, OptimizerStateStore& states, bool dirty, F&& f) {
-  store.expect_grad_shards_in_order();
-  for (std::size_t u = 0; u < store.num_units(); ++u) {
-    UnitOptimizerState& s = states.acquire(u);
-    try {
-      Tensor keep;
-      const nn::GradShardScope g(store, u, false);
-      f(u, s, f32_grad(store, u, g.get(), keep));
-    } catch (...) {
-      states.release(u, dirty);
-      throw;
-    }
-    states.release(u, dirty);
-  }
-}
-
-}  // namespace
-
 AdafactorStep::AdafactorStep(const nn::ParamStore& store, const optim::AdafactorHyper& h)
     : h_(h), h_nodecay_(h) {
   optim::validate(h);
@@ -85,7 +62,7 @@ double AdafactorStep::run(nn::ParamStore& store, OptimizerStateStore& states,
   std::vector<float> stats(F);  // every unit's statistics: old, then new
 
   // ---- pass 1 ----
-  for_each_unit(store, states, false, [&](std::size_t u, UnitOptimizerState& s, const float* g) {
+  for_each_unit_grads(store, states, false, [&](std::size_t u, UnitOptimizerState& s, const float* g) {
     const Unit& unit = units_[u];
     const nn::UnitLayout& l = store.layout(u);
     if (unit.factored > 0)
@@ -143,7 +120,7 @@ double AdafactorStep::run(nn::ParamStore& store, OptimizerStateStore& states,
   red.sum_vector(u_sq_fac);
 
   // ---- pass 2 ----
-  for_each_unit(store, states, true, [&](std::size_t u, UnitOptimizerState& s, const float* g) {
+  for_each_unit_grads(store, states, true, [&](std::size_t u, UnitOptimizerState& s, const float* g) {
     const Unit& unit = units_[u];
     const nn::UnitLayout& l = store.layout(u);
     if (unit.factored > 0)

@@ -78,6 +78,20 @@ TrainerOptions trainer_options(const config::Config& cfg) {
       h.warmup_init = opt.warmup_init;
       break;
     }
+    case config::OptimizerType::lamb: {
+      o.optimizer = OptimizerKind::lamb;
+      optim::LambHyper& h = o.lamb;
+      h.lr = opt.lr;
+      h.beta1 = opt.betas[0];
+      h.beta2 = opt.betas[1];
+      h.eps = opt.eps;
+      h.weight_decay = opt.weight_decay;
+      h.bias_correction = opt.bias_correction;
+      h.max_coeff = opt.max_coeff;
+      h.min_coeff = opt.min_coeff;
+      h.eps_inside_sqrt = opt.eps_inside_sqrt;
+      break;
+    }
     case config::OptimizerType::adam:
     case config::OptimizerType::adamw:
     case config::OptimizerType::adamw8bit:

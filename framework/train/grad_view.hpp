@@ -6,6 +6,7 @@
 
 #include "framework/core/convert.hpp"
 #include "framework/nn/param_store.hpp"
+#include "framework/train/state_store.hpp"
 
 namespace strata::train {
 
@@ -24,6 +25,26 @@ inline const float* f32_grad(const nn::ParamStore& store, std::size_t u, const T
                        store.options().memory.with(Category::workspace));
   convert(g.raw(), g.dtype(), keep.raw(), DType::f32, owned);
   return keep.data<float>();
+}
+
+// Calls f(u, state, grad) for every unit in order with its optimizer state acquired (released
+// dirty or not, also when f throws) and its owned gradients as f32 (the multi-pass updates:
+// Adafactor, LAMB).
+template <typename F>
+void for_each_unit_grads(nn::ParamStore& store, OptimizerStateStore& states, bool dirty, F&& f) {
+  store.expect_grad_shards_in_order();
+  for (std::size_t u = 0; u < store.num_units(); ++u) {
+    UnitOptimizerState& s = states.acquire(u);
+    try {
+      Tensor keep;
+      const nn::GradShardScope g(store, u, false);
+      f(u, s, f32_grad(store, u, g.get(), keep));
+    } catch (...) {
+      states.release(u, dirty);
+      throw;
+    }
+    states.release(u, dirty);
+  }
 }
 
 }  // namespace strata::train

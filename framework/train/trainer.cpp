@@ -7,6 +7,7 @@
 #include "framework/optim/adamw8bit.hpp"
 #include "framework/train/adafactor_step.hpp"
 #include "framework/train/grad_view.hpp"
+#include "framework/train/lamb_step.hpp"
 
 namespace strata::train {
 
@@ -25,6 +26,7 @@ const char* optimizer_name(OptimizerKind k) {
     case OptimizerKind::sgd: return "SGD";
     case OptimizerKind::adamw8bit: return "AdamW8bit";
     case OptimizerKind::adafactor: return "Adafactor";
+    case OptimizerKind::lamb: return "Lamb";
   }
   return "?";
 }
@@ -40,6 +42,7 @@ double base_lr(const TrainerOptions& o) {
   switch (o.optimizer) {
     case OptimizerKind::sgd: return o.sgd.lr;
     case OptimizerKind::adafactor: return o.adafactor.lr;
+    case OptimizerKind::lamb: return o.lamb.lr;
     default: return o.adamw.lr;
   }
 }
@@ -51,6 +54,7 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
   switch (opts.optimizer) {
     case OptimizerKind::sgd: optim::validate(opts.sgd); break;
     case OptimizerKind::adafactor: adafactor_ = std::make_unique<AdafactorStep>(store, opts.adafactor); break;
+    case OptimizerKind::lamb: lamb_ = std::make_unique<LambStep>(store, opts.lamb); break;
     default: optim::validate(opts.adamw);
   }
   schedule_ = optim::make_schedule(opts.schedule, base_lr(opts));
@@ -68,7 +72,8 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
     l.elements = ul.hi - ul.lo;
     l.master = pd != DType::f32;
     switch (opts.optimizer) {
-      case OptimizerKind::adamw: break;
+      case OptimizerKind::adamw:
+      case OptimizerKind::lamb: break;  // m and v over the owned slice
       case OptimizerKind::sgd: l.second_moment = false; break;
       case OptimizerKind::adamw8bit: {
         const auto blk = static_cast<std::int64_t>(optim::kQuantBlock);
@@ -176,6 +181,8 @@ StepResult Trainer::step() {
   if (opts_.optimizer == OptimizerKind::adafactor) {
     const double rho = adafactor_->run(store_, *states_, red_, k, r.lr, grad_scale);
     if (opts_.adafactor.relative_step) r.lr = rho;
+  } else if (opts_.optimizer == OptimizerKind::lamb) {
+    lamb_->run(store_, *states_, red_, k, r.lr, grad_scale);
   } else {
     step_elementwise(k, r.lr, grad_scale);
   }

@@ -13,6 +13,7 @@
 #include "framework/nn/param_store.hpp"
 #include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
+#include "framework/optim/lamb.hpp"
 #include "framework/optim/lr_schedule.hpp"
 #include "framework/optim/sgd.hpp"
 #include "framework/precision/loss_scaler.hpp"
@@ -21,13 +22,14 @@
 namespace strata::train {
 
 enum class Precision { f32, bf16, fp16 };
-enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor };
+enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor, lamb };
 
 struct TrainerOptions {
   OptimizerKind optimizer = OptimizerKind::adamw;
   optim::AdamWHyper adamw;  // AdamW and AdamW8bit; lr/weight_decay here are the base values
   optim::SGDHyper sgd;
   optim::AdafactorHyper adafactor;
+  optim::LambHyper lamb;
   optim::ScheduleSpec schedule;
   double max_grad_norm = 0.0;  // 0: no clipping
   Precision precision = Precision::f32;
@@ -61,6 +63,7 @@ struct ShardReductions {
 };
 
 class AdafactorStep;
+class LambStep;
 
 class Trainer {
  public:
@@ -88,6 +91,8 @@ class Trainer {
   precision::LossScaler* scaler() const { return scaler_.get(); }
   // The Adafactor update's view of the units (null for other optimizers).
   const AdafactorStep* adafactor() const { return adafactor_.get(); }
+  // The LAMB update (null for other optimizers): its last trust ratios.
+  const LambStep* lamb() const { return lamb_.get(); }
   void set_updates(std::int64_t n) { updates_ = n; }
 
  private:
@@ -102,10 +107,11 @@ class Trainer {
   ShardReductions red_;
   std::unique_ptr<OptimizerStateStore> states_;
   std::unique_ptr<AdafactorStep> adafactor_;
+  std::unique_ptr<LambStep> lamb_;
   std::int64_t updates_ = 0;
 };
 
-// "AdamW", "SGD", "AdamW8bit", "Adafactor" (as in the config).
+// "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb" (as in the config).
 const char* optimizer_name(OptimizerKind k);
 
 // The ParamStore pad_multiple an optimizer needs for `shard_count` shards: AdamW8bit's

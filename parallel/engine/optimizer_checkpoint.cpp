@@ -61,6 +61,7 @@ void visit(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
   using S = train::UnitOptimizerState;
   switch (t.options().optimizer) {
     case OptimizerKind::adamw:
+    case OptimizerKind::lamb:
       elem(ck::kExpAvg, &S::m, DType::f32);
       elem(ck::kExpAvgSq, &S::v, DType::f32);
       break;
@@ -118,6 +119,7 @@ const char* checkpoint_optimizer_name(const train::Trainer& t) {
     case OptimizerKind::sgd: return "sgd";
     case OptimizerKind::adamw8bit: return "adamw8bit";
     case OptimizerKind::adafactor: return "adafactor";
+    case OptimizerKind::lamb: return "lamb";
   }
   return "?";
 }
@@ -201,6 +203,7 @@ void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn:
   };
   switch (t.options().optimizer) {
     case OptimizerKind::adamw:
+    case OptimizerKind::lamb:
       read_elem(ck::kExpAvg, s.m);
       read_elem(ck::kExpAvgSq, s.v);
       break;

@@ -1,6 +1,6 @@
 // Which checkpoint datasets hold a unit's optimizer state, for every optimizer the Trainer runs,
 // and how a rank reads its owned part back on any dp size or ZeRO stage:
-//   AdamW      exp_avg, exp_avg_sq (f32 per element);   SGD  momentum
+//   AdamW, Lamb  exp_avg, exp_avg_sq (f32 per element);   SGD  momentum
 //   AdamW8bit  exp_avg_q8, exp_avg_sq_q8 (u8 codes per element) and exp_avg_absmax,
 //              exp_avg_sq_absmax (f32 per block) on the state entry "<unit's first param>#blocks";
 //              blocks are global in the unit's flat buffer and never straddle two ranks, so any
@@ -37,7 +37,8 @@ void to_global(const nn::Parameter& p, std::int64_t begin, std::int64_t end, F&&
   });
 }
 
-// The manifest's name for the trainer's optimizer: "adamw", "sgd", "adamw8bit", "adafactor".
+// The manifest's name for the trainer's optimizer: "adamw", "sgd", "adamw8bit", "adafactor",
+// "lamb".
 const char* checkpoint_optimizer_name(const train::Trainer& t);
 
 // What a rank writes of unit u: the element range [a, b) of its flat buffer, the quantization

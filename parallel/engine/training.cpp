@@ -24,11 +24,12 @@ Grid make_grid(const config::Config& cfg, const Group& world) {
               "to 1", g.tp_size(), g.pp_size());
   if (g.tp_size() > 1) {
     const train::OptimizerKind kind = train::trainer_options(cfg).optimizer;
-    if (kind == train::OptimizerKind::adamw8bit || kind == train::OptimizerKind::adafactor)
+    if (kind == train::OptimizerKind::adamw8bit || kind == train::OptimizerKind::adafactor ||
+        kind == train::OptimizerKind::lamb)
       user_fail("engine", "optimizer.type {} with strata.tensor_parallel_size {} is not "
-                "implemented (its quantization blocks and factored statistics are cut from whole "
-                "parameters, not tensor-parallel parts): use AdamW or SGD, or tensor parallel size 1",
-                kind == train::OptimizerKind::adamw8bit ? "AdamW8bit" : "Adafactor", g.tp_size());
+                "implemented (its quantization blocks, factored statistics and trust ratios are "
+                "taken over whole parameters, not tensor-parallel parts): use AdamW or SGD, or "
+                "tensor parallel size 1", train::optimizer_name(kind), g.tp_size());
   }
   return g;
 }

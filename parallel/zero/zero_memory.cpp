@@ -22,7 +22,8 @@ OptimizerStateBytes optimizer_state_bytes(const train::TrainerOptions& o, bool m
   OptimizerStateBytes b;
   b.per_element = master ? 4.0 : 0.0;
   switch (o.optimizer) {
-    case train::OptimizerKind::adamw: b.per_element += 8.0; break;
+    case train::OptimizerKind::adamw:
+    case train::OptimizerKind::lamb: b.per_element += 8.0; break;
     case train::OptimizerKind::sgd: b.per_element += 4.0; break;
     case train::OptimizerKind::adamw8bit:
       b.per_element += 2.0 + 8.0 / static_cast<double>(optim::kQuantBlock);

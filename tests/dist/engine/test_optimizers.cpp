@@ -1,4 +1,4 @@
-// AdamW8bit and Adafactor in data-parallel training: N ranks at ZeRO stages 1-3 train like one
+// AdamW8bit, Adafactor and Lamb in data-parallel training: N ranks at ZeRO stages 1-3 train like one
 // rank (same global batch), a run resumed from a checkpoint is bitwise the run that never stopped
 // (quantized codes, block absmax, factored statistics included), a checkpoint written on dp 2
 // loads bitwise on dp 1 and dp 3, Adafactor's GPT loss falls, and a checkpoint of another
@@ -35,6 +35,14 @@ train::TrainerOptions options_for(OptimizerKind k, DType dt, bool beta1 = false)
     // the key bias 100 % apart, losses 2e-5) while the loss does not notice. 1e-16 keeps
     // round-off below the floor, as AdamW's eps does, and leaves the comparison meaningful.
     o.adafactor.eps1 = 1e-16;
+  }
+  if (k == OptimizerKind::lamb) {
+    // The tiny GPT's 0.02 weight matrices have ||p|| / ||update|| ~ 0.006, below FusedLamb's
+    // default min_coeff 0.01, so the clamp sets their step: 0.1 gives AdamW's 3e-3 per element
+    // at this rate (the defaults leave the loss at 4.15 after 20 steps).
+    o.lamb.lr = 3e-2;
+    o.lamb.min_coeff = 0.1;
+    o.lamb.weight_decay = 0.01;
   }
   return o;
 }
@@ -112,6 +120,7 @@ std::vector<double> gather_state(Replica& r, What what) {
 std::vector<What> state_kinds(OptimizerKind k, bool beta1) {
   if (k == OptimizerKind::adamw8bit)
     return {What::master, What::m_codes, What::v_codes, What::m_absmax, What::v_absmax};
+  if (k == OptimizerKind::lamb) return {What::master, What::m, What::v};
   std::vector<What> w{What::master, What::v, What::factored};
   if (beta1) w.push_back(What::m);
   return w;
@@ -177,7 +186,7 @@ TEST_P(OptimizerEquivalence, NRanksTrainLikeOneRank) {
     // doubled for AdamW8bit (measured <= 1.2e-2: bf16 round-off moves moments across codes).
     EXPECT_LT(worst, 1e-2);
     EXPECT_LT(l2, c.opt == OptimizerKind::adamw8bit ? 2e-2 : 1e-2);
-  } else if (c.opt == OptimizerKind::adafactor) {
+  } else if (c.opt == OptimizerKind::adafactor || c.opt == OptimizerKind::lamb) {
     // test_zero's AdamW bounds: the gradients differ only in summation order, and so do the
     // sums of Adafactor's statistics over shards (measured <= 5e-8 and 5e-6).
     EXPECT_LT(worst, 1e-6);
@@ -205,7 +214,11 @@ INSTANTIATE_TEST_SUITE_P(
                       EqCase{OptimizerKind::adafactor, 1, DType::f32, true},
                       EqCase{OptimizerKind::adafactor, 2, DType::f32},
                       EqCase{OptimizerKind::adafactor, 3, DType::f32},
-                      EqCase{OptimizerKind::adafactor, 2, DType::bf16, true}),
+                      EqCase{OptimizerKind::adafactor, 2, DType::bf16, true},
+                      EqCase{OptimizerKind::lamb, 1, DType::f32},
+                      EqCase{OptimizerKind::lamb, 2, DType::f32},
+                      EqCase{OptimizerKind::lamb, 3, DType::f32},
+                      EqCase{OptimizerKind::lamb, 2, DType::bf16}),
     eq_name);
 
 // ---- bitwise resume ----
@@ -267,7 +280,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ResumeCase{OptimizerKind::adamw8bit, 3, DType::f32, false, true},
                       ResumeCase{OptimizerKind::adafactor, 1, DType::f32, true},
                       ResumeCase{OptimizerKind::adafactor, 3, DType::bf16},
-                      ResumeCase{OptimizerKind::adafactor, 2, DType::f32, true, true}),
+                      ResumeCase{OptimizerKind::adafactor, 2, DType::f32, true, true},
+                      ResumeCase{OptimizerKind::lamb, 1, DType::f32},
+                      ResumeCase{OptimizerKind::lamb, 3, DType::bf16, false, true}),
     resume_name);
 
 // ---- resharding: dp 2 -> dp 1 and dp 3 ----
@@ -322,7 +337,8 @@ TEST_P(OptimizerReshard, SavedOnTwoRanksLoadsBitwiseOnOneAndThree) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, OptimizerReshard,
-                         ::testing::Values(OptimizerKind::adamw8bit, OptimizerKind::adafactor),
+                         ::testing::Values(OptimizerKind::adamw8bit, OptimizerKind::adafactor,
+                                           OptimizerKind::lamb),
                          [](const auto& i) { return std::string(kind_name(i.param)); });
 
 // ---- another optimizer's checkpoint: a one-line error ----
@@ -378,7 +394,8 @@ TEST(OptimizerMemory, LedgerMatchesThePrediction) {
   const auto& w = world();
   const int N = w.size();
   const auto model = tiny_gpt();
-  for (OptimizerKind k : {OptimizerKind::adamw, OptimizerKind::adamw8bit, OptimizerKind::adafactor})
+  for (OptimizerKind k : {OptimizerKind::adamw, OptimizerKind::adamw8bit, OptimizerKind::adafactor,
+                          OptimizerKind::lamb})
     for (DType dt : {DType::f32, DType::bf16})
       for (int stage : {0, 1, 3}) {
         MemoryLedger ledger;

@@ -94,6 +94,19 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
       opt.warmup_init = h.warmup_init;
       break;
     }
+    case train::OptimizerKind::lamb: {
+      const optim::LambHyper& h = o.lamb;
+      opt.type = config::OptimizerType::lamb;
+      opt.lr = h.lr;
+      opt.betas = {h.beta1, h.beta2};
+      opt.eps = h.eps;
+      opt.weight_decay = h.weight_decay;
+      opt.bias_correction = h.bias_correction;
+      opt.max_coeff = h.max_coeff;
+      opt.min_coeff = h.min_coeff;
+      opt.eps_inside_sqrt = h.eps_inside_sqrt;
+      break;
+    }
     case train::OptimizerKind::adamw:
     case train::OptimizerKind::adamw8bit:
       opt.type = o.optimizer == train::OptimizerKind::adamw8bit ? config::OptimizerType::adamw8bit

@@ -198,8 +198,8 @@ TEST(DeepSpeedCorpus, EveryFileGetsItsCommittedAnswer) {
   for (const auto& d : defects) ADD_FAILURE() << d;
   EXPECT_GE(f.files, 50);
   // Regression floors at the rates measured when expected.txt was made (see its README).
-  EXPECT_GE(f.accepted, 50);
-  EXPECT_GE(f.accepted + f.accepted_with_advice, 50);
+  EXPECT_GE(f.accepted, 51);
+  EXPECT_GE(f.accepted + f.accepted_with_advice, 51);
 }
 
 }  // namespace

@@ -177,13 +177,20 @@ const BadConfig kBad[] = {
      {"strata.sample.tokens 8 with strata.tensor_parallel_size 2: sampling from a "
       "tensor-parallel model is not implemented; set strata.sample.tokens to 0"}},
     {"UnsupportedOptimizer",
-     "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3}}})",
-     {"optimizer.type=\"Lamb\" asks for the LAMB optimizer, a DeepSpeed feature Strata does not "
+     "{" MICRO R"(, "optimizer": {"type": "Lion", "params": {"lr": 0.3}}})",
+     {"optimizer.type=\"Lion\" asks for the Lion optimizer, a DeepSpeed feature Strata does not "
       "implement; Strata's optimizer types are \"Adam\", \"AdamW\", \"AdamW8bit\", "
-      "\"Adafactor\", \"SGD\""}},
+      "\"Adafactor\", \"Lamb\", \"SGD\""}},
+    {"LambClampUpsideDown",
+     "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3, "min_coeff": 0.5}}})",
+     {"optimizer.params.min_coeff 0.5 is above max_coeff 0.3"}},
+    {"LambOwnClipping",
+     "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_grad_norm": 1.0}}})",
+     {"optimizer.params.max_grad_norm=1.0 asks for FusedLamb's own gradient clipping",
+      "set gradient_clipping"}},
     {"UnknownOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Sophia"}})",
-     {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"AdamW8bit\", \"Adafactor\", \"SGD\""}},
+     {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"AdamW8bit\", \"Adafactor\", \"Lamb\", \"SGD\""}},
     {"OptimizerTypo",
      "{" MICRO R"(, "optimizer": {"type": "AdamWW"}})",
      {"did you mean \"AdamW\"?"}},

@@ -5,7 +5,6 @@
 // are only right if the partial sums are reduced).
 #include <gtest/gtest.h>
 
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -15,6 +14,7 @@
 
 #include "framework/train/trainer.hpp"
 #include "tests/support/fixture.hpp"
+#include "tests/unit/train/thread_reductions.hpp"
 
 namespace strata::train {
 namespace {
@@ -44,43 +44,6 @@ optim::AdafactorHyper hyper(const std::string& c) {
   h.warmup_init = get("warmup_init") != 0;
   return h;
 }
-
-// Element-wise sums, "any" and vector sums across the shards of one process (one thread each):
-// every shard deposits, all wait, each adds the deposits in shard order (the same bits on all).
-class ThreadReductions {
- public:
-  explicit ThreadReductions(int n) : n_(n), sync_(n), slots_(static_cast<std::size_t>(n)) {}
-  ShardReductions for_shard(int i) {
-    ShardReductions r;
-    r.sum = [this, i](double v) {
-      std::vector<double> x{v};
-      reduce(i, x);
-      return x[0];
-    };
-    r.any = [this, i](bool b) {
-      std::vector<double> x{b ? 1.0 : 0.0};
-      reduce(i, x);
-      return x[0] > 0;
-    };
-    r.sum_vector = [this, i](std::span<double> v) { reduce(i, v); };
-    return r;
-  }
-
- private:
-  void reduce(int i, std::span<double> v) {
-    slots_[static_cast<std::size_t>(i)].assign(v.begin(), v.end());
-    sync_.arrive_and_wait();
-    for (std::size_t k = 0; k < v.size(); ++k) {
-      double s = 0;
-      for (int r = 0; r < n_; ++r) s += slots_[static_cast<std::size_t>(r)][k];
-      v[k] = s;
-    }
-    sync_.arrive_and_wait();
-  }
-  int n_;
-  std::barrier<> sync_;
-  std::vector<std::vector<double>> slots_;
-};
 
 // W and b in one unit (a matrix and a vector sharing a flat buffer), E in another.
 struct Model {
