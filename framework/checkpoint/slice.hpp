@@ -30,6 +30,9 @@ inline constexpr std::string_view kExpAvgSqAbsmax = "exp_avg_sq_absmax";
 // second moments are kExpAvgSq and its first moment (beta1) kExpAvg, per element as for AdamW.
 inline constexpr std::string_view kExpAvgSqRow = "exp_avg_sq_row";
 inline constexpr std::string_view kExpAvgSqCol = "exp_avg_sq_col";
+// 1-bit Adam: one rank's worker then server compression errors of a parameter, on the state entry
+// "<param>#errors_<rank>_of_<ranks>" (each rank's own; they exist for that rank count only).
+inline constexpr std::string_view kCompressionErrors = "compression_errors";
 
 // Optimizer state that is not one value per parameter element lives in "state entries":
 // datasets named "<owner>#<what>" (a parameter name, '#', a word) with a global shape of their

@@ -19,7 +19,7 @@ namespace strata::config {
 
 using json = nlohmann::json;
 
-enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor, lamb };
+enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam };
 enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
@@ -66,6 +66,8 @@ struct Optimizer {
   double max_coeff = 10.0;
   double min_coeff = 0.01;
   bool eps_inside_sqrt = false;
+  // OneBitAdam: Adam steps before the variance freezes and momenta go 1-bit compressed.
+  std::int64_t freeze_step = 100000;
 };
 
 // `scheduler`: DeepSpeed's warmup schedules and their params.

@@ -266,6 +266,7 @@ struct OptimizerParam {
   bool adam, adamw, sgd;  // the Strata optimizers whose DeepSpeed version takes it
   DeepSpeedKey key;
   bool lamb = false;
+  bool onebit = false;  // OneBitAdam
 };
 
 const OptimizerParam kOptimizerParams[] = {
@@ -297,6 +298,25 @@ const OptimizerParam kOptimizerParams[] = {
      true},
     {false,
      false,
+     false,
+     {"optimizer.params.cuda_aware", K::boolean, any_value,
+      "it picks how DeepSpeed's MPI backend moves GPU buffers; Strata's compressed all-reduce "
+      "goes over the data-parallel group's transport for the buffers' device (MPI for host "
+      "memory, NCCL for GPU memory), the same numbers either way",
+      "", ""},
+     false,
+     true},
+    {false,
+     false,
+     false,
+     {"optimizer.params.comm_backend_name", K::string, any_value,
+      "Strata chooses the transport by the buffers' device (MPI for host memory, NCCL for GPU "
+      "memory), not by name; the compressed all-reduce computes the same numbers on either",
+      "", ""},
+     false,
+     true},
+    {false,
+     false,
      true,
      {"optimizer.params.dampening", K::number, is_zero, "PyTorch's default",
       "SGD momentum dampening", "remove the key or set it to 0"}},
@@ -318,7 +338,6 @@ struct Named {
 };
 
 const Named kOptimizers[] = {
-    {"OneBitAdam", "1-bit Adam (compressed communication)"},
     {"ZeroOneAdam", "0/1 Adam (compressed communication)"},
     {"OneBitLamb", "1-bit LAMB (compressed communication)"},
     {"Adagrad", "the Adagrad optimizer"},
@@ -456,7 +475,7 @@ std::vector<DeepSpeedKeyRow> deepspeed_key_rows() {
     std::string types;
     for (const auto& [takes, name] :
          {std::pair{p.adam, "Adam"}, std::pair{p.adamw, "AdamW"}, std::pair{p.sgd, "SGD"},
-          std::pair{p.lamb, "Lamb"}})
+          std::pair{p.lamb, "Lamb"}, std::pair{p.onebit, "OneBitAdam"}})
       if (takes) types += (types.empty() ? "" : ", ") + std::string(name);
     rows.push_back({fmt::format("{} ({})", p.key.path, types), std::string(noop_values(p.key)),
                     otherwise(p.key)});
@@ -494,6 +513,7 @@ bool takes_param(const OptimizerParam& p, OptimizerType t) {
     case OptimizerType::adamw8bit: return p.adamw;
     case OptimizerType::sgd: return p.sgd;
     case OptimizerType::lamb: return p.lamb;
+    case OptimizerType::onebit_adam: return p.onebit;
     case OptimizerType::adafactor: return false;
   }
   return false;

@@ -309,6 +309,7 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
                                  {"AdamW8bit", OptimizerType::adamw8bit},
                                  {"Adafactor", OptimizerType::adafactor},
                                  {"Lamb", OptimizerType::lamb},
+                                 {"OneBitAdam", OptimizerType::onebit_adam},
                                  {"SGD", OptimizerType::sgd}},
                                 deepspeed_optimizer))
     return;
@@ -333,6 +334,11 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
       check_params(r, "optimizer", name,
                    {"lr", "betas", "eps", "weight_decay", "bias_correction", "max_coeff",
                     "min_coeff", "eps_inside_sqrt"},
+                   beyond, beyond_names, notes);
+      break;
+    case OptimizerType::onebit_adam:
+      check_params(r, "optimizer", name,
+                   {"lr", "betas", "eps", "weight_decay", "bias_correction", "freeze_step"},
                    beyond, beyond_names, notes);
       break;
     case OptimizerType::adafactor:
@@ -365,6 +371,18 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
                                    "DeepSpeed's default"));
       o.adam_w_mode = true;
     }
+  }
+  if (o.type == OptimizerType::onebit_adam) {
+    r.get("optimizer.params.freeze_step", o.freeze_step, IntRange{0});
+    o.bias_correction = false;  // DeepSpeed's OnebitAdam never corrects, whatever it is given
+    if (r.has("optimizer.params.bias_correction") &&
+        r.at("optimizer.params.bias_correction")->is_boolean() &&
+        r.at("optimizer.params.bias_correction")->get<bool>())
+      problems.add(ProblemKind::not_implemented, "optimizer.params.bias_correction",
+                   not_implemented("optimizer.params.bias_correction=true",
+                                   "bias correction in 1-bit Adam, which DeepSpeed's OnebitAdam "
+                                   "accepts but never applies",
+                                   "remove the key or set it to false (what DeepSpeed does)"));
   }
   if (o.type == OptimizerType::lamb) {
     r.get("optimizer.params.max_coeff", o.max_coeff, kNonNegative);

@@ -59,8 +59,9 @@ constexpr KeySpec kSchema[] = {
     {"optimizer", K::object, "{}", "The optimizer."},
     {"optimizer.type", K::string, "\"AdamW\"",
      "\"Adam\", \"AdamW\", \"AdamW8bit\" (AdamW with 8-bit block-wise quantized m and v), "
-     "\"Adafactor\", \"Lamb\" (DeepSpeed's FusedLamb: per-parameter trust ratio) or \"SGD\" "
-     "(any letter case)."},
+     "\"Adafactor\", \"Lamb\" (DeepSpeed's FusedLamb: per-parameter trust ratio), \"OneBitAdam\" "
+     "(DeepSpeed's 1-bit Adam: compressed momentum exchange after freeze_step; ZeRO stage 0) or "
+     "\"SGD\" (any letter case)."},
     {"optimizer.params", K::object, "{}",
      "Optimizer parameters; only those the type uses are accepted."},
     {"optimizer.params.lr", K::number, "0.001",
@@ -90,6 +91,9 @@ constexpr KeySpec kSchema[] = {
      "Lamb: lower bound of the trust ratio; <= max_coeff."},
     {"optimizer.params.eps_inside_sqrt", K::boolean, "false",
      "Lamb: denominator sqrt(v + eps) instead of sqrt(v) + eps."},
+    {"optimizer.params.freeze_step", K::integer, "100000",
+     "OneBitAdam: Adam steps (gradients averaged, no bias correction) before the second moment "
+     "freezes and the momenta are averaged by the 1-bit compressed all-reduce."},
     {"optimizer.params.momentum", K::number, "0.0", "SGD momentum in [0, 1)."},
     {"optimizer.params.nesterov", K::boolean, "false",
      "SGD Nesterov momentum (needs momentum > 0)."},

@@ -17,6 +17,8 @@ std::string_view to_string(OptimizerType t) {
       return "Adafactor";
     case OptimizerType::lamb:
       return "Lamb";
+    case OptimizerType::onebit_adam:
+      return "OneBitAdam";
   }
   return "?";
 }
@@ -82,6 +84,7 @@ json optimizer_json(const Optimizer& o) {
     p["eps"] = o.eps;
     p["bias_correction"] = o.bias_correction;
     if (o.type == OptimizerType::adam) p["adam_w_mode"] = o.adam_w_mode;
+    if (o.type == OptimizerType::onebit_adam) p["freeze_step"] = o.freeze_step;
     if (o.type == OptimizerType::lamb) {
       p["max_coeff"] = o.max_coeff;
       p["min_coeff"] = o.min_coeff;

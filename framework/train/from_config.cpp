@@ -78,6 +78,17 @@ TrainerOptions trainer_options(const config::Config& cfg) {
       h.warmup_init = opt.warmup_init;
       break;
     }
+    case config::OptimizerType::onebit_adam: {
+      o.optimizer = OptimizerKind::onebit_adam;
+      optim::OneBitAdamHyper& h = o.onebit;
+      h.lr = opt.lr;
+      h.beta1 = opt.betas[0];
+      h.beta2 = opt.betas[1];
+      h.eps = opt.eps;
+      h.weight_decay = opt.weight_decay;
+      h.freeze_step = opt.freeze_step;
+      break;
+    }
     case config::OptimizerType::lamb: {
       o.optimizer = OptimizerKind::lamb;
       optim::LambHyper& h = o.lamb;

@@ -34,6 +34,7 @@ class MemoryStateStore final : public OptimizerStateStore {
       s.v_absmax = zeros(l.blocks(), DType::f32);
     }
     if (l.factored > 0) s.factored = zeros(l.factored, DType::f32);
+    if (l.errors > 0) s.errors = zeros(l.errors, DType::f32);
     units_.push_back(std::move(s));
   }
   UnitOptimizerState& acquire(std::size_t u) override { return units_.at(u); }

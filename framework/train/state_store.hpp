@@ -22,6 +22,7 @@ struct UnitOptimizerState {
   Tensor m_absmax;  // f32 AdamW8bit, one per block of optim::kQuantBlock elements
   Tensor v_absmax;
   Tensor factored;  // f32 Adafactor row and column statistics of the unit's matrices (replicated)
+  Tensor errors;    // f32 1-bit Adam: each parameter's worker then server error (this rank's own)
 };
 
 struct StateLayout {
@@ -32,6 +33,7 @@ struct StateLayout {
   bool quantized = false;     // m_codes, v_codes (elements) and m_absmax, v_absmax (blocks)
   std::int64_t packed_second_moment = 0;  // v of this length when !second_moment (Adafactor)
   std::int64_t factored = 0;              // length of `factored`
+  std::int64_t errors = 0;                // length of `errors`
   // Elements of v (0: none).
   std::int64_t v_elements() const { return second_moment ? elements : packed_second_moment; }
   // Quantization blocks of the slice (0 unless quantized).

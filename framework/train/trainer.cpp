@@ -27,6 +27,7 @@ const char* optimizer_name(OptimizerKind k) {
     case OptimizerKind::adamw8bit: return "AdamW8bit";
     case OptimizerKind::adafactor: return "Adafactor";
     case OptimizerKind::lamb: return "Lamb";
+    case OptimizerKind::onebit_adam: return "OneBitAdam";
   }
   return "?";
 }
@@ -43,6 +44,7 @@ double base_lr(const TrainerOptions& o) {
     case OptimizerKind::sgd: return o.sgd.lr;
     case OptimizerKind::adafactor: return o.adafactor.lr;
     case OptimizerKind::lamb: return o.lamb.lr;
+    case OptimizerKind::onebit_adam: return o.onebit.lr;
     default: return o.adamw.lr;
   }
 }
@@ -55,6 +57,11 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
     case OptimizerKind::sgd: optim::validate(opts.sgd); break;
     case OptimizerKind::adafactor: adafactor_ = std::make_unique<AdafactorStep>(store, opts.adafactor); break;
     case OptimizerKind::lamb: lamb_ = std::make_unique<LambStep>(store, opts.lamb); break;
+    case OptimizerKind::onebit_adam:
+      optim::validate(opts.onebit);
+      STRATA_CHECK(red_.ranks == 1 || red_.compressed_average, "train",
+                   "1-bit Adam on {} ranks needs ShardReductions::compressed_average", red_.ranks);
+      break;
     default: optim::validate(opts.adamw);
   }
   schedule_ = optim::make_schedule(opts.schedule, base_lr(opts));
@@ -74,6 +81,12 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
     switch (opts.optimizer) {
       case OptimizerKind::adamw:
       case OptimizerKind::lamb: break;  // m and v over the owned slice
+      case OptimizerKind::onebit_adam:
+        STRATA_CHECK(ul.lo == 0 && ul.hi >= ul.numel, "train",
+                     "1-bit Adam needs every unit whole (ZeRO stage 0): unit {} owns [{}, {})", u,
+                     ul.lo, ul.hi);
+        for (const ErrorSlots& e : error_slots(u)) l.errors += e.size;
+        break;
       case OptimizerKind::sgd: l.second_moment = false; break;
       case OptimizerKind::adamw8bit: {
         const auto blk = static_cast<std::int64_t>(optim::kQuantBlock);
@@ -183,6 +196,8 @@ StepResult Trainer::step() {
     if (opts_.adafactor.relative_step) r.lr = rho;
   } else if (opts_.optimizer == OptimizerKind::lamb) {
     lamb_->run(store_, *states_, red_, k, r.lr, grad_scale);
+  } else if (opts_.optimizer == OptimizerKind::onebit_adam && opts_.onebit.frozen(k)) {
+    step_onebit_frozen(r.lr, grad_scale);
   } else {
     step_elementwise(k, r.lr, grad_scale);
   }
@@ -222,8 +237,11 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
       const bool decay = l.params[i]->decay;
       if (opts_.optimizer == OptimizerKind::adamw8bit) {
         runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), decay});
-      } else if (opts_.optimizer == OptimizerKind::adamw) {
-        optim::AdamWHyper h = opts_.adamw;
+      } else if (opts_.optimizer == OptimizerKind::adamw ||
+                 opts_.optimizer == OptimizerKind::onebit_adam) {  // 1-bit Adam's warm-up
+        optim::AdamWHyper h = opts_.optimizer == OptimizerKind::adamw
+                                  ? opts_.adamw
+                                  : optim::onebit_warmup_hyper(opts_.onebit);
         h.lr = lr;
         if (!decay) h.weight_decay = 0;
         ops::adamw_step(part(master), part(g), part(s.m), part(s.v), h, k, grad_scale, p16);
@@ -248,6 +266,75 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
     }
     states_->release(u, true);
   }
+}
+
+bool Trainer::local_gradients_next() const {
+  return opts_.optimizer == OptimizerKind::onebit_adam && red_.ranks > 1 &&
+         opts_.onebit.frozen(updates_ + 1);
+}
+
+std::vector<Trainer::ErrorSlots> Trainer::error_slots(std::size_t u) const {
+  std::vector<ErrorSlots> out;
+  std::int64_t at = 0;
+  for (const nn::Parameter* p : store_.layout(u).params) {
+    const auto n = static_cast<std::size_t>(p->shape.numel());
+    const auto padded = static_cast<std::int64_t>(optim::onebit_padded_size(n, red_.ranks));
+    const std::int64_t size = static_cast<std::int64_t>(optim::onebit_error_size(n, red_.ranks));
+    out.push_back({at, at + padded, size});
+    at += size;
+  }
+  return out;
+}
+
+// 1-bit Adam past freeze_step: each rank's own gradients into its momentum, the momenta averaged
+// by the compressed all-reduce (every parameter of every unit in one exchange), then the update
+// with the frozen second moment. Units are whole (stage 0) and their state stays acquired
+// across the exchange.
+void Trainer::step_onebit_frozen(double lr, float grad_scale) {
+  const DType pd = store_.options().param_dtype;
+  const optim::OneBitAdamHyper& h = opts_.onebit;
+  std::vector<optim::ErrorFeedbackTensor> tensors;
+  std::vector<UnitOptimizerState*> held;
+  store_.expect_grad_shards_in_order();
+  try {
+    for (std::size_t u = 0; u < store_.num_units(); ++u) {
+      UnitOptimizerState& s = states_->acquire(u);
+      held.push_back(&s);
+      const nn::UnitLayout& l = store_.layout(u);
+      Tensor keep;
+      const nn::GradShardScope g(store_, u, false);
+      const float* grad = f32_grad(store_, u, g.get(), keep);
+      optim::onebit_momentum(s.m.data<float>(), grad, owned_numel(l), h, grad_scale);
+      const std::vector<ErrorSlots> slots = error_slots(u);
+      for (std::size_t i = 0; i < l.params.size(); ++i)
+        tensors.push_back({s.m.data<float>() + l.offsets[i],
+                           static_cast<std::size_t>(l.params[i]->shape.numel()),
+                           s.errors.data<float>() + slots[i].worker,
+                           s.errors.data<float>() + slots[i].server});
+    }
+    if (red_.ranks > 1) red_.compressed_average(tensors);
+    store_.expect_value_shards_in_order();
+    for (std::size_t u = 0; u < store_.num_units(); ++u) {
+      UnitOptimizerState& s = *held[u];
+      const nn::ValueShardScope v(store_, u, /*dirty=*/true);
+      float* master = pd == DType::f32 ? v.get().data<float>() : s.master.data<float>();
+      auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(v.get().raw());
+      const nn::UnitLayout& l = store_.layout(u);
+      for (std::size_t i = 0; i < l.params.size(); ++i) {
+        // Weight decay only on parameters with >= 2 dims (declared `decay`), as AdamW.
+        optim::OneBitAdamHyper hh = h;
+        if (!l.params[i]->decay) hh.weight_decay = 0;
+        const std::int64_t off = l.offsets[i];
+        optim::onebit_apply(master + off, s.m.data<float>() + off, s.v.data<float>() + off,
+                            static_cast<std::size_t>(l.params[i]->shape.numel()), hh, lr,
+                            p16 ? p16 + off : nullptr, pd);
+      }
+    }
+  } catch (...) {
+    for (std::size_t u = 0; u < held.size(); ++u) states_->release(u, true);
+    throw;
+  }
+  for (std::size_t u = 0; u < held.size(); ++u) states_->release(u, true);
 }
 
 }  // namespace strata::train

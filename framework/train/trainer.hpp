@@ -14,6 +14,7 @@
 #include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
 #include "framework/optim/lamb.hpp"
+#include "framework/optim/onebit_adam.hpp"
 #include "framework/optim/lr_schedule.hpp"
 #include "framework/optim/sgd.hpp"
 #include "framework/precision/loss_scaler.hpp"
@@ -22,7 +23,7 @@
 namespace strata::train {
 
 enum class Precision { f32, bf16, fp16 };
-enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor, lamb };
+enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam };
 
 struct TrainerOptions {
   OptimizerKind optimizer = OptimizerKind::adamw;
@@ -30,6 +31,7 @@ struct TrainerOptions {
   optim::SGDHyper sgd;
   optim::AdafactorHyper adafactor;
   optim::LambHyper lamb;
+  optim::OneBitAdamHyper onebit;
   optim::ScheduleSpec schedule;
   double max_grad_norm = 0.0;  // 0: no clipping
   Precision precision = Precision::f32;
@@ -60,6 +62,10 @@ struct ShardReductions {
   // False on tensor-parallel parts other than the first: the parameters that are not split
   // (placement replicated, equal on every part) are left out of this part's gradient norm.
   bool count_replicated = true;
+  // 1-bit Adam: the data-parallel ranks whose momenta compressed_average averages in place
+  // (optim::ErrorFeedbackTensor; the error buffers are sized for `ranks`). ranks 1: not called.
+  int ranks = 1;
+  std::function<void(std::span<const optim::ErrorFeedbackTensor>)> compressed_average;
 };
 
 class AdafactorStep;
@@ -94,11 +100,22 @@ class Trainer {
   // The LAMB update (null for other optimizers): its last trust ratios.
   const LambStep* lamb() const { return lamb_.get(); }
   void set_updates(std::int64_t n) { updates_ = n; }
+  // Whether the next step folds each rank's own gradients into its momentum (1-bit Adam past
+  // freeze_step on several ranks): the engine then skips the gradient all-reduce.
+  bool local_gradients_next() const;
+  // 1-bit Adam: unit u's parameters' error buffers as offsets into its `errors` state (worker
+  // error at .worker, server error at .server), for checkpoints.
+  struct ErrorSlots {
+    std::int64_t worker = 0, server = 0, size = 0;  // size: worker + server floats
+  };
+  std::vector<ErrorSlots> error_slots(std::size_t u) const;
+  int error_ranks() const { return red_.ranks; }
 
  private:
   double grad_sum_squares(std::size_t unit) const;
   bool grads_overflow() const;
   void step_elementwise(std::int64_t k, double lr, float grad_scale);
+  void step_onebit_frozen(double lr, float grad_scale);
 
   nn::ParamStore& store_;
   TrainerOptions opts_;
@@ -111,7 +128,7 @@ class Trainer {
   std::int64_t updates_ = 0;
 };
 
-// "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb" (as in the config).
+// "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam" (as in the config).
 const char* optimizer_name(OptimizerKind k);
 
 // The ParamStore pad_multiple an optimizer needs for `shard_count` shards: AdamW8bit's

@@ -153,6 +153,8 @@ StateSaveRange state_save_range(const nn::UnitLayout& l, int stage, const Group&
     r.block_b = nb * (dp.rank() + 1) / dp.size();
   }
   r.replicated = dp.rank() == 0;
+  r.dp_rank = dp.rank();
+  r.dp_size = dp.size();
   return r;
 }
 }  // namespace
@@ -476,7 +478,7 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
         }
         STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
                      "loading into device memory is not implemented");
-        read_state(reader, trainer_, l, u, s, with_moments);
+        read_state(reader, trainer_, l, u, s, with_moments, dp_.rank(), dp_.size());
       } catch (...) {
         states.release(u, true);
         throw;

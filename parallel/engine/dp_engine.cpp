@@ -90,6 +90,7 @@ EngineStep DataParallelEngine::train_step(const NextBatch& next_batch) {
   double sum = 0;
   ctx_.saved->clear();  // nothing left from a step that failed half-way
   const float scale = trainer_.loss_scale() / static_cast<float>(opts_.accumulation);
+  hooks_.set_reduce_gradients(!trainer_.local_gradients_next());  // 1-bit Adam's compressed phase
   if (pipe_) {
     const double pw0 = pipe_->wait_seconds();
     sum = pipe_->run(next_batch, batch_, ctx_, scale,

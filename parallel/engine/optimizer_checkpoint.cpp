@@ -13,6 +13,10 @@ using train::OptimizerKind;
 
 namespace {
 
+std::string errors_entry(const nn::Parameter& p, int rank, int ranks) {
+  return ck::state_entry_name(p.name, fmt::format("errors_{}_of_{}", rank, ranks));
+}
+
 constexpr auto kBlock = static_cast<std::int64_t>(optim::kQuantBlock);
 
 std::int64_t unit_blocks(const nn::UnitLayout& l) {
@@ -65,6 +69,16 @@ void visit(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
       elem(ck::kExpAvg, &S::m, DType::f32);
       elem(ck::kExpAvgSq, &S::v, DType::f32);
       break;
+    case OptimizerKind::onebit_adam: {
+      elem(ck::kExpAvg, &S::m, DType::f32);
+      elem(ck::kExpAvgSq, &S::v, DType::f32);
+      const auto slots = t.error_slots(u);
+      for (std::size_t i = 0; i < l.params.size(); ++i)
+        f(ck::SliceRef{std::string(ck::kCompressionErrors),
+                       errors_entry(*l.params[i], r.dp_rank, r.dp_size), Shape{slots[i].size},
+                       DType::f32, 0, slots[i].size, at(&S::errors, slots[i].worker, DType::f32)});
+      break;
+    }
     case OptimizerKind::sgd:
       elem(ck::kMomentum, &S::m, DType::f32);
       break;
@@ -120,6 +134,7 @@ const char* checkpoint_optimizer_name(const train::Trainer& t) {
     case OptimizerKind::adamw8bit: return "adamw8bit";
     case OptimizerKind::adafactor: return "adafactor";
     case OptimizerKind::lamb: return "lamb";
+    case OptimizerKind::onebit_adam: return "onebitadam";
   }
   return "?";
 }
@@ -178,9 +193,11 @@ void check_state_compatible(const ck::CheckpointReader& reader, const nn::ParamS
 }
 
 void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn::UnitLayout& l,
-                std::size_t u, train::UnitOptimizerState& s, bool with_moments) {
+                std::size_t u, train::UnitOptimizerState& s, bool with_moments, int dp_rank,
+                int dp_size) {
   if (!with_moments) {
-    for (Tensor* x : {&s.m, &s.v, &s.m_codes, &s.v_codes, &s.m_absmax, &s.v_absmax, &s.factored})
+    for (Tensor* x :
+         {&s.m, &s.v, &s.m_codes, &s.v_codes, &s.m_absmax, &s.v_absmax, &s.factored, &s.errors})
       if (x->defined()) x->zero();
     return;
   }
@@ -207,6 +224,19 @@ void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn:
       read_elem(ck::kExpAvg, s.m);
       read_elem(ck::kExpAvgSq, s.v);
       break;
+    case OptimizerKind::onebit_adam: {
+      read_elem(ck::kExpAvg, s.m);
+      read_elem(ck::kExpAvgSq, s.v);
+      s.errors.zero();
+      const auto slots = t.error_slots(u);
+      for (std::size_t i = 0; i < l.params.size(); ++i) {
+        const std::string name = errors_entry(*l.params[i], dp_rank, dp_size);
+        if (reader.has(ck::kCompressionErrors, name))
+          reader.read_range(ck::kCompressionErrors, name, 0, slots[i].size,
+                            s.errors.data<float>() + slots[i].worker, DType::f32);
+      }
+      break;
+    }
     case OptimizerKind::sgd:
       read_elem(ck::kMomentum, s.m);
       break;

@@ -8,6 +8,9 @@
 //   Adafactor  exp_avg (beta1) per element; exp_avg_sq per element of 1-D parameters; each
 //              matrix's replicated statistics whole on "<param>#row" / "<param>#col"
 //              (exp_avg_sq_row / exp_avg_sq_col), written once (dp rank 0), read by every rank.
+//   OneBitAdam exp_avg, exp_avg_sq as AdamW; each rank's compression errors of each parameter
+//              on "<param>#errors_<rank>_of_<ranks>" (compression_errors), read back by the
+//              same rank on as many ranks, else zeroed.
 #pragma once
 
 #include <algorithm>
@@ -47,6 +50,7 @@ struct StateSaveRange {
   std::int64_t a = 0, b = 0;
   std::int64_t block_a = 0, block_b = 0;
   bool replicated = false;
+  int dp_rank = 0, dp_size = 1;  // 1-bit Adam: whose compression errors this rank writes
 };
 
 // Calls f for each slice of unit u's optimizer state in `r` (the master / "param" slices are the
@@ -69,8 +73,10 @@ void check_state_compatible(const checkpoint::CheckpointReader& reader, const nn
                             const train::Trainer& t);
 // Reads unit u's optimizer state for its owned range [lo, min(hi, numel)); zeroes it when the
 // checkpoint holds none (with_moments false).
+// 1-bit Adam's compression errors are read from this rank's own entry when the checkpoint was
+// written by as many ranks, else zeroed (DeepSpeed always resets them on load).
 void read_state(checkpoint::CheckpointReader& reader, const train::Trainer& t,
                 const nn::UnitLayout& l, std::size_t u, train::UnitOptimizerState& s,
-                bool with_moments);
+                bool with_moments, int dp_rank = 0, int dp_size = 1);
 
 }  // namespace strata::parallel

@@ -3,6 +3,7 @@
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
 #include "offload/value_shard_store.hpp"
+#include "parallel/comm/compressed_allreduce.hpp"
 #include "parallel/engine/tp_comm.hpp"
 
 namespace strata::parallel {
@@ -30,6 +31,17 @@ Grid make_grid(const config::Config& cfg, const Group& world) {
                 "implemented (its quantization blocks, factored statistics and trust ratios are "
                 "taken over whole parameters, not tensor-parallel parts): use AdamW or SGD, or "
                 "tensor parallel size 1", train::optimizer_name(kind), g.tp_size());
+  }
+  if (train::trainer_options(cfg).optimizer == train::OptimizerKind::onebit_adam) {
+    // DeepSpeed refuses 1-bit Adam with ZeRO too: its momentum exchange needs whole tensors.
+    if (cfg.zero_optimization.stage != 0)
+      user_fail("engine", "optimizer.type OneBitAdam with zero_optimization.stage {} is not "
+                "supported (DeepSpeed refuses it too: the compressed momentum exchange needs every "
+                "rank to hold whole tensors); set zero_optimization.stage to 0",
+                cfg.zero_optimization.stage);
+    if (g.tp_size() > 1 || g.pp_size() > 1)
+      user_fail("engine", "optimizer.type OneBitAdam with tensor or pipeline parallelism (sizes "
+                "{} and {}) is not implemented: set both to 1", g.tp_size(), g.pp_size());
   }
   return g;
 }
@@ -121,6 +133,15 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
   train::ShardReductions reductions = stage > 0 ? dp_reductions(dp) : train::ShardReductions{};
   reductions = tp_reductions(std::move(reductions), grid_.tp());
+  if (topts.optimizer == train::OptimizerKind::onebit_adam && dp.size() > 1) {
+    // Past freeze_step each rank's gradients are its own: overflow is decided over dp (every rank
+    // skips the same steps), and the momenta go through the compressed all-reduce.
+    reductions.any = dp_reductions(dp).any;
+    reductions.ranks = dp.size();
+    reductions.compressed_average = [dp](std::span<const optim::ErrorFeedbackTensor> t) {
+      compressed_allreduce(dp, t);
+    };
+  }
   if (stage_) reductions = pipeline_reductions(std::move(reductions), grid_.pp(), *stage_);
   trainer_ = std::make_unique<train::Trainer>(*store_, topts,
                                               std::move(reductions),
@@ -151,7 +172,8 @@ namespace {
 OptimizerStateBytes optimizer_bytes(const nn::ParamStore& store, const train::Trainer& trainer) {
   std::vector<Shape> shapes;
   for (const nn::Parameter* p : store.parameters()) shapes.push_back(p->shape);
-  return optimizer_state_bytes(trainer.options(), store.options().param_dtype != DType::f32, shapes);
+  return optimizer_state_bytes(trainer.options(), store.options().param_dtype != DType::f32, shapes,
+                               trainer.error_ranks());
 }
 }  // namespace
 

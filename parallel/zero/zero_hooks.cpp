@@ -191,8 +191,14 @@ void ZeroHooks::prefetch_next_use() {
 
 // ---- gradient reductions ----
 
+void ZeroHooks::set_reduce_gradients(bool on) {
+  STRATA_CHECK(on || opts_.stage == 0, "zero",
+               "gradients can be left unreduced at ZeRO stage 0 only (stage is {})", opts_.stage);
+  reduce_grads_ = on;
+}
+
 void ZeroHooks::launch_unit_reduction(std::size_t u) {
-  if (reduced_[u]) return;
+  if (reduced_[u] || !reduce_grads_) return;
   reduced_[u] = true;
   const auto& l = store_.layout(u);
   if (opts_.stage == 0) {

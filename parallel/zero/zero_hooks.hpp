@@ -70,6 +70,9 @@ class ZeroHooks : public nn::UnitHooks {
   static nn::ParamStoreOptions store_options(nn::ParamStoreOptions base, int stage, const Group& dp);
 
   void set_sync(bool sync) { sync_ = sync; }  // true on the accumulation's last micro-batch
+  // Stage 0 only: false leaves this step's gradients unreduced, each rank's own (1-bit Adam past
+  // its freeze_step averages momenta instead).
+  void set_reduce_gradients(bool on);
   void before_forward(int unit) override;
   void after_forward(int unit) override;
   void before_backward(int unit) override;
@@ -129,6 +132,7 @@ class ZeroHooks : public nn::UnitHooks {
   Group dp_;
   ZeroOptions opts_;
   bool sync_ = true;
+  bool reduce_grads_ = true;
   std::vector<bool> reduced_;  // unit's reduction launched in this micro-batch/step
   std::vector<bool> stashed_;  // unit's unreduced gradient is in the gradient store (ZeRO-1)
   std::vector<Work> allreduce_inflight_;

@@ -18,12 +18,18 @@ ModelStateBytes zero_prediction(int stage, int n, double psi, double p, double g
 }
 
 OptimizerStateBytes optimizer_state_bytes(const train::TrainerOptions& o, bool master,
-                                          const std::vector<Shape>& shapes) {
+                                          const std::vector<Shape>& shapes, int ranks) {
   OptimizerStateBytes b;
   b.per_element = master ? 4.0 : 0.0;
   switch (o.optimizer) {
     case train::OptimizerKind::adamw:
     case train::OptimizerKind::lamb: b.per_element += 8.0; break;
+    case train::OptimizerKind::onebit_adam:  // + worker and server errors: (1 + 1/N) × padded
+      b.per_element += 8.0;
+      for (const Shape& s : shapes)
+        b.replicated += 4.0 * static_cast<double>(optim::onebit_error_size(
+                                  static_cast<std::size_t>(s.numel()), ranks));
+      break;
     case train::OptimizerKind::sgd: b.per_element += 4.0; break;
     case train::OptimizerKind::adamw8bit:
       b.per_element += 2.0 + 8.0 / static_cast<double>(optim::kQuantBlock);
@@ -55,8 +61,11 @@ std::string describe(const train::TrainerOptions& o, bool master, const Optimize
                                                                                 : "moments",
                                 moments);
   if (b.replicated > 0)
-    out += fmt::format(" + {} replicated on every rank (row/column statistics)",
-                       format_bytes(static_cast<std::uint64_t>(b.replicated)));
+    out += fmt::format(" + {} on every rank ({})",
+                       format_bytes(static_cast<std::uint64_t>(b.replicated)),
+                       o.optimizer == train::OptimizerKind::onebit_adam
+                           ? "its own compression errors"
+                           : "replicated row/column statistics");
   return out;
 }
 

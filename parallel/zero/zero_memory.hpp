@@ -37,7 +37,7 @@ struct OptimizerStateBytes {
   double replicated = 0;
 };
 OptimizerStateBytes optimizer_state_bytes(const train::TrainerOptions& o, bool master,
-                                          const std::vector<Shape>& shapes);
+                                          const std::vector<Shape>& shapes, int ranks = 1);
 // "AdamW8bit: 6.00 bytes per parameter (fp32 master 4 + m, v 2.00)" and the replicated part.
 std::string describe(const train::TrainerOptions& o, bool master, const OptimizerStateBytes& b);
 
