@@ -5,8 +5,8 @@
 namespace strata::offload {
 
 namespace {
-Tensor view_at(std::byte* base, std::uint64_t offset, std::int64_t n) {
-  auto s = Storage::wrap(base + offset, static_cast<std::size_t>(n) * 4, Device::cpu());
+Tensor view_at(std::byte* base, std::uint64_t offset, std::int64_t n, Device device) {
+  auto s = Storage::wrap(base ? base + offset : nullptr, static_cast<std::size_t>(n) * 4, device);
   return Tensor(std::move(s), DType::f32, Shape{n}, {1}, 0);
 }
 }  // namespace
@@ -20,17 +20,17 @@ PackedStateLayout pack(const train::StateLayout& l) {
   return p;
 }
 
-train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base) {
+train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base, Device device) {
   train::UnitOptimizerState s;
   const std::int64_t n = p.layout.elements;
   std::uint64_t off = 0;
   if (p.layout.master) {
-    s.master = view_at(base, off, n);
+    s.master = view_at(base, off, n, device);
     off += p.segment;
   }
-  s.m = view_at(base, off, n);
+  s.m = view_at(base, off, n, device);
   off += p.segment;
-  if (p.layout.second_moment) s.v = view_at(base, off, n);
+  if (p.layout.second_moment) s.v = view_at(base, off, n, device);
   return s;
 }
 

@@ -19,8 +19,10 @@ struct PackedStateLayout {
 
 PackedStateLayout pack(const train::StateLayout& l);
 
-// Views of a packed unit inside `base` (f32 tensors that do not own the memory).
-train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base);
+// Views of a packed unit inside `base` (f32 tensors that do not own the memory) on `device` (the
+// cpu, or meta for a planner's buffer without memory).
+train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base,
+                                       Device device = Device::cpu());
 
 // The padded size of a packed unit for `elements` parameters with master and v: what the host
 // and NVMe tiers hold per unit.

@@ -9,28 +9,29 @@
 namespace strata::offload {
 
 namespace {
-Tensor view(std::byte* base, std::int64_t n, DType dt) {
+Tensor view(std::byte* base, std::int64_t n, DType dt, Device device) {
   const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dt);
-  return Tensor(Storage::wrap(base, bytes, Device::cpu()), dt, Shape{n}, {1}, 0);
+  return Tensor(Storage::wrap(base, bytes, device), dt, Shape{n}, {1}, 0);
 }
 std::uint64_t slice_bytes(std::int64_t n, DType dt) {
   return static_cast<std::uint64_t>(n) * dtype_size(dt);
 }
 }  // namespace
 
-HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger)
-    : pin_(pin_memory), ledger_(ledger ? *ledger : MemoryLedger::global()) {}
+HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger, bool meta)
+    : pin_(pin_memory), meta_(meta), ledger_(ledger ? *ledger : MemoryLedger::global()) {}
 
 void HostValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
   STRATA_CHECK(u == units_.size(), "offload", "parameter slice created out of order (unit {})", u);
-  Unit un{HostBuffer(slice_bytes(elements, dtype), Category::params, pin_, ledger_), elements, dtype};
-  std::memset(un.buf.data(), 0, un.buf.size());
+  Unit un{HostBuffer(slice_bytes(elements, dtype), Category::params, pin_, ledger_, meta_), elements,
+          dtype};
+  if (un.buf.data()) std::memset(un.buf.data(), 0, un.buf.size());
   units_.push_back(std::move(un));
 }
 
 Tensor HostValueShardStore::acquire(std::size_t u) {
   const Unit& un = units_.at(u);
-  return view(un.buf.data(), un.elements, un.dtype);
+  return view(un.buf.data(), un.elements, un.dtype, un.buf.device());
 }
 
 std::string HostValueShardStore::where() const {
@@ -80,7 +81,8 @@ Tensor NvmeValueShardStore::acquire(std::size_t u) {
   else expected_.clear(), next_ = 0;
   std::byte* buf = swapper_.acquire(u);
   read_ahead();
-  return view(buf, units_[u].elements, units_[u].dtype);
+  return view(buf, units_[u].elements, units_[u].dtype,
+              swapper_.file().meta() ? Device::meta() : Device::cpu());
 }
 
 void NvmeValueShardStore::release(std::size_t u, bool dirty) {
@@ -95,7 +97,8 @@ std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cf
     case config::OffloadDevice::none:
       return nullptr;
     case config::OffloadDevice::cpu:
-      return std::make_unique<HostValueShardStore>(op.pin_memory, memory.ledger);
+      return std::make_unique<HostValueShardStore>(op.pin_memory, memory.ledger,
+                                                   memory.device.is_meta());
     case config::OffloadDevice::nvme: {
       SwapperOptions o;
       o.dir = op.nvme_path;
@@ -104,6 +107,7 @@ std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cf
       o.pin_memory = op.pin_memory;
       o.aio = aio_options(cfg.aio);
       o.ledger = memory.ledger;
+      o.meta = memory.device.is_meta();
       return std::make_unique<NvmeValueShardStore>(o);
     }
   }

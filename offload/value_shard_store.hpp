@@ -19,10 +19,10 @@ namespace strata::offload {
 using ValueShardStore = nn::ValueShardStore;
 
 // offload_param.device = "cpu": every slice in host memory (pinned when asked and possible),
-// charged to the host tier under params.
+// charged to the host tier under params (meta: the planner's store, charged, holding nothing).
 class HostValueShardStore final : public ValueShardStore {
  public:
-  HostValueShardStore(bool pin_memory, MemoryLedger* ledger);
+  HostValueShardStore(bool pin_memory, MemoryLedger* ledger, bool meta = false);
   void create(std::size_t u, std::int64_t elements, DType dtype) override;
   Tensor acquire(std::size_t u) override;
   void release(std::size_t, bool) override {}
@@ -36,6 +36,7 @@ class HostValueShardStore final : public ValueShardStore {
     DType dtype;
   };
   bool pin_;
+  bool meta_;
   MemoryLedger& ledger_;
   std::vector<Unit> units_;
 };

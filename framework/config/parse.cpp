@@ -431,6 +431,8 @@ void read_strata(const Reader& r, StrataSection& s) {
   r.get_size("strata.memory.device_limit", s.memory.device_limit);
   r.get_size("strata.memory.host_limit", s.memory.host_limit);
   r.get_size("strata.memory.nvme_limit", s.memory.nvme_limit);
+  r.choice<OnOom>("strata.memory.on_oom", s.memory.on_oom,
+                  {{"fail", OnOom::fail}, {"recover", OnOom::recover}});
 
   std::string model_type;
   r.get("strata.model.type", model_type);

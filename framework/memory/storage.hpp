@@ -16,6 +16,7 @@ inline constexpr std::size_t kStorageAlignment = 64;
 class Storage {
  public:
   // Allocates bytes on device, charged to ledger under (tier, category). Throws OutOfMemory.
+  // On the meta device only the charge is made (data() is nullptr).
   static std::shared_ptr<Storage> allocate(std::size_t bytes, Device device, Tier tier,
                                            Category category,
                                            MemoryLedger& ledger = MemoryLedger::global());

@@ -3,6 +3,8 @@
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
 #include "offload/value_shard_store.hpp"
+#include "parallel/plan/auto_micro_batch.hpp"
+#include "parallel/plan/oom_advice.hpp"
 
 namespace strata::parallel {
 
@@ -38,6 +40,7 @@ EngineOptions engine_options(const config::Config& cfg) {
   eo.zero.max_live_elements = z.stage3_max_live_parameters;
   eo.zero.persistence_threshold = z.stage3_param_persistence_threshold;
   eo.zero.max_reuse_distance = z.stage3_max_reuse_distance;
+  eo.recover_oom = cfg.strata.memory.on_oom == config::OnOom::recover;
   return eo;
 }
 
@@ -46,12 +49,20 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
       model_(model),
       ledger_(extras.ledger ? *extras.ledger : MemoryLedger::global()),
       grid_(make_grid(cfg_, world)) {
+  const bool planning = extras.device.is_meta();
+  if (extras.model_factory) plan::resolve_auto_micro_batch(cfg_, world.size(), extras.model_factory);
   config::resolve_batch(cfg_, grid_.dp_size());
   const int stage = cfg_.zero_optimization.stage;
-  offload::validate(cfg_, stage);  // clear errors before any allocation
+  offload::validate(cfg_, stage, !planning);  // clear errors before any allocation
+  if (extras.model_factory && !planning) {
+    // Out-of-memory errors explain themselves with the memory planner from here on.
+    advisor_restore_.previous = ledger_.advisor();
+    ledger_.set_advisor(plan::planned_oom_advisor(cfg_, world.size(), extras.model_factory));
+    advisor_restore_.ledger = &ledger_;
+  }
   const Group& dp = grid_.dp();
   const DType pd = train::param_dtype(train::precision_of(cfg_));
-  const TensorOptions memory{Device::cpu(), Tier::device, Category::other, &ledger_};
+  const TensorOptions memory{extras.device, Tier::device, Category::other, &ledger_};
 
   nn::ParamStoreOptions so =
       ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, 1, memory}, stage, dp);
@@ -70,6 +81,8 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
 
   model.set_checkpointing(cfg_.strata.activation_checkpointing);
   nn::Context ctx;
+  ctx.activations.device = extras.device;
+  ctx.workspace.device = extras.device;
   ctx.activations.ledger = &ledger_;
   ctx.workspace.ledger = &ledger_;
   ctx.act_dtype = train::activation_dtype(cfg_);  // 16-bit with mixed precision by default
@@ -79,6 +92,27 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
 }
 
 Training::~Training() = default;
+
+EngineStep Training::step(nn::BatchSource& data) {
+  std::vector<MicroBatchChange> resumed;
+  if (!resumed_micro_batch_applied_) {
+    // A resumed run that had recovered from running out of memory keeps its micro-batch.
+    resumed_micro_batch_applied_ = true;
+    const auto& extra = checkpoints_->resumed_extra();
+    if (extra.contains("micro_batch") && extra["micro_batch"].is_number_integer()) {
+      const int m = extra["micro_batch"].get<int>();
+      if (m >= 1 && engine_->options().micro_batch % m == 0) {
+        if (auto c = engine_->set_micro_batch(m, "resumed from a checkpoint of a run that had recovered from running out of memory"))
+          resumed.push_back(*c);
+      }
+    }
+  }
+  EngineStep s = engine_->train_step(data);
+  s.micro_batch_changes.insert(s.micro_batch_changes.begin(), resumed.begin(), resumed.end());
+  if (!s.micro_batch_changes.empty())
+    checkpoints_->put_extra("micro_batch", engine_->micro_batch());
+  return s;
+}
 
 ModelStateBytes Training::predicted_model_states() const {
   double psi = 0;

@@ -20,6 +20,7 @@ namespace {
 using cpu_detail::Acc32;
 using cpu_detail::In32;
 using cpu_detail::Out32;
+using cpu_detail::block_rows;
 using cpu_detail::workspace_like;
 
 int dim(const Tensor& t, int d) { return static_cast<int>(t.dim(d)); }
@@ -28,12 +29,6 @@ cpu::FloatOut out(const Tensor& t) { return {t.raw(), t.dtype()}; }
 const std::int32_t* i32(const Tensor& t) { return static_cast<const std::int32_t*>(t.raw()); }
 float* f32(const Tensor& t) { return static_cast<float*>(t.raw()); }
 bool is16(const Tensor& t) { return t.defined() && t.dtype() != DType::f32; }
-
-// Rows of a [rows, cols] block so that it holds about a million elements.
-int block_rows(std::int64_t total_rows, std::int64_t cols) {
-  return static_cast<int>(std::clamp<std::int64_t>((1 << 20) / std::max<std::int64_t>(1, cols), 1,
-                                                   std::max<std::int64_t>(1, total_rows)));
-}
 
 // Rows [r0, r0 + n) of a 2-D tensor as f32: a pointer into it, or widened into `scratch`.
 const float* rows32(const Tensor& t, std::int64_t r0, std::int64_t n, Tensor& scratch) {

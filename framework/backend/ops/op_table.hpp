@@ -66,9 +66,11 @@ struct OpTable {
 // (throws UserError naming what is missing otherwise).
 const OpTable& op_table(Device device);
 
-// The backends' tables (the CUDA one is nullptr in a build without CUDA kernels).
+// The backends' tables (the CUDA one is nullptr in a build without CUDA kernels). The meta table
+// computes nothing and charges the workspace the CPU backend would (meta_table.cpp).
 const OpTable& cpu_op_table();
 const OpTable* cuda_op_table();
+const OpTable& meta_op_table();
 
 // Throws strata::Error naming the first entry a table leaves unset.
 void check_complete(const OpTable& table);

@@ -10,7 +10,7 @@
 
 #include "framework/config/config.hpp"
 #include "framework/config/deepspeed_keys.hpp"
-#include "framework/config/micro_batch_plan.hpp"
+#include "framework/config/overrides.hpp"
 #include "framework/config/schema.hpp"
 #include "tests/unit/config/expect_error.hpp"
 
@@ -51,10 +51,10 @@ TEST(HuggingFaceAuto, MicroBatchNothingDeterminesNamesWhatWould) {
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p.list()[0].kind, ProblemKind::unresolved_auto);
   EXPECT_NE(p.list()[0].text.find("--set train_micro_batch_size_per_gpu=8"), std::string::npos);
-  EXPECT_NE(p.list()[0].text.find("choosing it from a memory plan is not implemented yet"),
-            std::string::npos);
-  // The planner hook: nothing plans yet, so resolving such a config names what would.
-  EXPECT_FALSE(can_plan_micro_batch());
+  EXPECT_NE(p.list()[0].text.find("or give a device memory cap (--device-memory or "
+                                  "strata.memory.device_limit) for the memory planner"),
+            std::string::npos)
+      << p.list()[0].text;
   Config unplanned = c;
   EXPECT_TRUE(testing::fails_with([&] { resolve_batch(unplanned, 2); },
                                   {"train_micro_batch_size_per_gpu is \"auto\""}));
@@ -62,6 +62,23 @@ TEST(HuggingFaceAuto, MicroBatchNothingDeterminesNamesWhatWould) {
   json doc = json::parse(R"({"train_micro_batch_size_per_gpu": "auto"})");
   apply_override(doc, "train_micro_batch_size_per_gpu=8");
   EXPECT_EQ(accepted(doc, std::int64_t{2}).train_batch_size, 16);
+}
+
+// With a device cap the memory planner chooses an "auto" micro-batch (parallel/plan; its tests
+// are in tests/unit/plan): the config layer accepts it with a note and leaves it to the program;
+// resolving it without a planner says what to do.
+TEST(HuggingFaceAuto, MicroBatchWithADeviceCapIsLeftToTheMemoryPlanner) {
+  json doc = json::parse(R"({"train_micro_batch_size_per_gpu": "auto"})");
+  apply_override(doc, "strata.memory.device_limit=64MiB");
+  const Config c = accepted(doc);
+  EXPECT_TRUE(c.micro_batch_auto);
+  EXPECT_EQ(c.train_micro_batch_size_per_gpu, 0);
+  EXPECT_TRUE(has_note(c, "auto: train_micro_batch_size_per_gpu = the largest micro-batch whose "
+                          "step fits strata.memory.device_limit"));
+  Config unplanned = c;
+  EXPECT_TRUE(testing::fails_with([&] { resolve_batch(unplanned, 1); },
+                                  {"this program has no memory planner to choose it",
+                                   "--set train_micro_batch_size_per_gpu=8"}));
 }
 
 TEST(HuggingFaceAuto, ScheduleFollowsTheOptimizerAndTrainSteps) {

@@ -106,8 +106,8 @@ const BadConfig kBad[] = {
      R"({"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 2})",
      {"train_micro_batch_size_per_gpu is \"auto\" and nothing determines it: add --set "
       "train_micro_batch_size_per_gpu=8",
-      "or give train_batch_size (with gradient_accumulation_steps); choosing it from a memory "
-      "plan is not implemented yet"}},
+      "or give train_batch_size (with gradient_accumulation_steps), or give a device memory cap "
+      "(--device-memory or strata.memory.device_limit) for the memory planner"}},
     {"AutoOnAKeyHuggingFaceDoesNotFill",
      "{" MICRO R"(, "zero_optimization": {"stage": "auto"}})",
      {"zero_optimization.stage is \"auto\", which Strata resolves only where the config "
