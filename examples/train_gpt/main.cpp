@@ -18,6 +18,7 @@
 #include "examples/train_gpt/init_from.hpp"
 #include "examples/train_gpt/progress.hpp"
 #include "examples/train_gpt/progress_file.hpp"
+#include "examples/train_gpt/plan_summary.hpp"
 #include "examples/train_gpt/run_summary.hpp"
 #include "examples/train_gpt/stop_signal.hpp"
 #include "framework/backend/cpu/kernels.hpp"
@@ -29,6 +30,7 @@
 #include "framework/train/token_batches.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/training.hpp"
+#include "parallel/plan/auto_micro_batch.hpp"
 
 using namespace strata;
 
@@ -89,7 +91,13 @@ int run(const Args& a) {
   examples::install_stop_handlers();
   std::optional<examples::ProgressFile> progress =
       examples::ProgressFile::from_env(world.group().rank());
+  // The memory planner: chooses an "auto" micro-batch, predicts this job's peaks before anything
+  // is allocated (printed beside what the run then measures), and explains out-of-memory errors.
+  const parallel::plan::ModelFactory gpt = parallel::plan::gpt_model();
+  parallel::plan::resolve_auto_micro_batch(cfg, world.group().size(), gpt);
   config::resolve_batch(cfg, config::data_parallel_size(cfg, world.group().size()));
+  const parallel::plan::MemoryPlan plan =
+      parallel::plan::plan_memory(cfg, gpt, {world.group().size(), 2});
   train::apply_memory_caps(cfg, ledger);
   if (a.threads > 0) {
     cpu::set_num_threads(a.threads);
@@ -124,7 +132,9 @@ int run(const Args& a) {
   nn::Gpt model(gc);
   // The job as every Strata program builds it: grid, ZeRO-sharded parameters (offloaded as
   // configured), trainer, engine, checkpoints.
-  parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras::on(&ledger));
+  parallel::TrainingExtras extras = parallel::TrainingExtras::on(&ledger);
+  extras.model_factory = gpt;
+  parallel::Training training(cfg, world.group(), model, extras);
   const parallel::Grid& grid = training.grid();
   const parallel::Group& dp = training.dp();
   train::TokenBatches batches(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
@@ -134,10 +144,10 @@ int run(const Args& a) {
   nn::ParamStore& store = training.store();
   parallel::DataParallelEngine& engine = training.engine();
   const train::Precision prec = train::precision_of(cfg);
-  auto next_batch = [&](nn::Batch& b) { batches.next(b); };
   if (lead) {
     std::fputs(examples::run_summary({cfg, grid, gc, store, cpu::num_threads(), config_file}).c_str(),
                stdout);
+    std::fputs(examples::plan_summary(plan).c_str(), stdout);
     std::fflush(stdout);
   }
   examples::StartOptions start_opts = a.start;
@@ -158,10 +168,23 @@ int run(const Args& a) {
   std::int64_t tokens_since = 0;
   std::int64_t step = start;  // the last completed step
   bool stopped = false;
+  // Peaks per tier over the whole run (set-up included), for the comparison with the plan.
+  std::array<std::uint64_t, kNumTiers> run_peak{};
+  auto note_peaks = [&] {
+    for (std::size_t t = 0; t < kNumTiers; ++t)
+      run_peak[t] = std::max(run_peak[t], ledger.peak(static_cast<Tier>(t)));
+  };
   while (step < steps && !stopped) {
     ++step;
+    note_peaks();
     ledger.reset_peaks();
-    const parallel::EngineStep es = engine.train_step(next_batch);
+    // With strata.memory.on_oom = "recover" an out-of-memory step is redone with smaller
+    // micro-batches (same samples): each change is logged.
+    const parallel::EngineStep es = training.step(batches);
+    if (lead)
+      for (const auto& c : es.micro_batch_changes)
+        std::printf("micro-batch %d -> %d, accumulation %d (same global batch): %s\n", c.from, c.to,
+                    c.accumulation, c.why.c_str());
     examples::StepReport r;
     r.result = es.result;
     r.step = step;
@@ -217,7 +240,11 @@ int run(const Args& a) {
   }
   if (checkpoints.enabled() && checkpoints.last_saved() != step) checkpoints.save(step);
   checkpoints.finish();  // the last background save is complete (or its error thrown)
-  if (lead) std::printf("peak memory (rank 0):\n%s", ledger.report().c_str());
+  note_peaks();
+  if (lead) {
+    std::printf("peak memory (rank 0, last step):\n%s", ledger.report().c_str());
+    std::fputs(examples::plan_versus_measured(plan, run_peak).c_str(), stdout);
+  }
   if (stopped) {
     if (lead) std::fflush(stdout);
     return 0;
