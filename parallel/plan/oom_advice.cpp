@@ -65,6 +65,11 @@ std::vector<Trial> candidates(const config::Config& cfg, const Trials& trials, T
     if ((z.stage == 1 || z.stage == 2) && trials.ranks() > 1 && z.allgather_bucket_size > 1)
       run("gather updated parameters one unit at a time", {"zero_optimization.allgather_bucket_size=1"});
   } else if (tier == Tier::host) {
+    // Back onto the device (useful where the device has room: the plan checks every cap).
+    if (oo.device == OffloadDevice::cpu)
+      run("keep optimizer state on the device", {"zero_optimization.offload_optimizer.device=none"});
+    if (op.device == OffloadDevice::cpu)
+      run("keep parameters on the device", {"zero_optimization.offload_param.device=none"});
     if (oo.device == OffloadDevice::cpu && !oo.nvme_path.empty())
       run("keep optimizer state on NVMe", {"zero_optimization.offload_optimizer.device=nvme"});
     if (op.device == OffloadDevice::cpu && !op.nvme_path.empty())

@@ -57,12 +57,15 @@ inline const parallel::Group& one_rank() {
 }
 
 // Runs `steps` real training steps of cfg (caps applied to a fresh ledger) and returns the
-// ledger's snapshot; throws OutOfMemory when a cap is exceeded.
-inline MemorySnapshot measure(const config::Config& cfg, int steps = 2) {
+// ledger's snapshot; throws OutOfMemory when a cap is exceeded (with the memory planner's advice
+// when planned_advice, as train_gpt gives it).
+inline MemorySnapshot measure(const config::Config& cfg, int steps = 2, bool planned_advice = false) {
   MemoryLedger ledger;
   train::apply_memory_caps(cfg, ledger);
   nn::Gpt model(train::gpt_config(cfg));
-  parallel::Training job(cfg, one_rank(), model, parallel::TrainingExtras::on(&ledger));
+  parallel::TrainingExtras extras = parallel::TrainingExtras::on(&ledger);
+  if (planned_advice) extras.model_factory = parallel::plan::gpt_model();
+  parallel::Training job(cfg, one_rank(), model, extras);
   std::int64_t k = 0;
   auto feed = [&](nn::Batch& b) {
     for (const char* f : {"tokens", "targets"}) {
