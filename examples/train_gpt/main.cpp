@@ -84,6 +84,7 @@ int run(const Args& a) {
   if (!a.checkpoint_dir.empty()) overrides.push_back("strata.checkpoint.dir=" + a.checkpoint_dir);
   if (!a.resume.empty()) overrides.push_back("strata.checkpoint.resume=" + a.resume);
   config::Config cfg = config::load_config(a.config, overrides);
+  train::compute_device(cfg);  // "cuda" without a usable GPU: an error before any work
   parallel::InitOptions init;
   init.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.strata.comm.timeout_s * 1000));
   parallel::World world(init);

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "framework/backend/cuda_runtime.hpp"
+#include "framework/backend/ops/op_table.hpp"
+
 namespace strata::train {
 
 nn::GptConfig gpt_config(const config::Config& cfg) {
@@ -25,6 +28,23 @@ Precision precision_of(const config::Config& cfg) {
 
 DType param_dtype(Precision p) {
   return p == Precision::bf16 ? DType::bf16 : p == Precision::fp16 ? DType::f16 : DType::f32;
+}
+
+Device compute_device(const config::Config& cfg, int local_rank) {
+  if (cfg.strata.device == DeviceType::cpu) return Device::cpu();
+  if (!cuda::compiled())
+    user_fail("config", "strata.device is \"cuda\" but this Strata build has no CUDA support: "
+              "rebuild with -DSTRATA_WITH_CUDA=ON on a machine with the CUDA toolkit, or set "
+              "strata.device to \"cpu\"");
+  const int n = cuda::device_count();
+  if (n == 0)
+    user_fail("config", "strata.device is \"cuda\" but no GPU is usable here ({}): run on a machine "
+              "with an NVIDIA GPU and its driver, or set strata.device to \"cpu\"",
+              cuda::describe_devices());
+  if (!ops::cuda_op_table())
+    user_fail("config", "strata.device is \"cuda\" ({}) but this Strata build has no CUDA "
+              "kernels yet: set strata.device to \"cpu\"", cuda::describe_devices());
+  return Device::cuda(local_rank % n);
 }
 
 DType activation_dtype(const config::Config& cfg) {

@@ -12,6 +12,10 @@ namespace strata::train {
 nn::GptConfig gpt_config(const config::Config& cfg);
 Precision precision_of(const config::Config& cfg);
 DType param_dtype(Precision p);
+// The device the job computes on (strata.device). "cuda" is refused with what to do when this
+// build has no CUDA support, no GPU is usable here, or (until the CUDA backend exists) this build
+// has no CUDA kernels: a job never falls back to the CPU silently.
+Device compute_device(const config::Config& cfg, int local_rank = 0);
 // The dtype of activations and activation gradients (strata.activation_dtype).
 DType activation_dtype(const config::Config& cfg);
 TrainerOptions trainer_options(const config::Config& cfg);

@@ -50,6 +50,12 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
       ledger_(extras.ledger ? *extras.ledger : MemoryLedger::global()),
       grid_(make_grid(cfg_, world)) {
   const bool planning = extras.device.is_meta();
+  if (!planning) {
+    // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.
+    // (A plan runs on the meta device whatever the config's device: it may be for another machine.)
+    const Device device = train::compute_device(cfg_);
+    STRATA_CHECK(device.is_cpu(), "engine", "device {} is not supported by the assembly yet", device.str());
+  }
   if (extras.model_factory) plan::resolve_auto_micro_batch(cfg_, world.size(), extras.model_factory);
   config::resolve_batch(cfg_, grid_.dp_size());
   const int stage = cfg_.zero_optimization.stage;
