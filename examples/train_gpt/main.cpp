@@ -171,6 +171,7 @@ int run(const Args& a) {
   bool stopped = false;
   // Peaks per tier over the whole run (set-up included), for the comparison with the plan.
   std::array<std::uint64_t, kNumTiers> run_peak{};
+  int recovered_to = 0;  // the micro-batch out-of-memory recovery went down to (0: none)
   auto note_peaks = [&] {
     for (std::size_t t = 0; t < kNumTiers; ++t)
       run_peak[t] = std::max(run_peak[t], ledger.peak(static_cast<Tier>(t)));
@@ -182,6 +183,7 @@ int run(const Args& a) {
     // With strata.memory.on_oom = "recover" an out-of-memory step is redone with smaller
     // micro-batches (same samples): each change is logged.
     const parallel::EngineStep es = training.step(batches);
+    if (!es.micro_batch_changes.empty()) recovered_to = es.micro_batch_changes.back().to;
     if (lead)
       for (const auto& c : es.micro_batch_changes)
         std::printf("micro-batch %d -> %d, accumulation %d (same global batch): %s\n", c.from, c.to,
@@ -245,6 +247,11 @@ int run(const Args& a) {
   if (lead) {
     std::printf("peak memory (rank 0, last step):\n%s", ledger.report().c_str());
     std::fputs(examples::plan_versus_measured(plan, run_peak).c_str(), stdout);
+    if (recovered_to > 0)
+      std::printf("  (planned for micro-batch %d; out-of-memory recovery went down to %d: `strata "
+                  "plan --set train_micro_batch_size_per_gpu=%d --set gradient_accumulation_steps=%d` "
+                  "plans that)\n", plan.micro_batch, recovered_to, recovered_to,
+                  plan.accumulation * plan.micro_batch / recovered_to);
   }
   if (stopped) {
     if (lead) std::fflush(stdout);

@@ -74,7 +74,7 @@ TEST(HuggingFaceAuto, MicroBatchWithADeviceCapIsLeftToTheMemoryPlanner) {
   EXPECT_TRUE(c.micro_batch_auto);
   EXPECT_EQ(c.train_micro_batch_size_per_gpu, 0);
   EXPECT_TRUE(has_note(c, "auto: train_micro_batch_size_per_gpu = the largest micro-batch whose "
-                          "step fits strata.memory.device_limit"));
+                          "training step fits strata.memory.device_limit"));
   Config unplanned = c;
   EXPECT_TRUE(testing::fails_with([&] { resolve_batch(unplanned, 1); },
                                   {"this program has no memory planner to choose it",

@@ -28,9 +28,9 @@ inline const std::string& nvme_dir() {
   return dir;
 }
 
-// A small GPT config (AdamW, 2 layers) with the assignments applied, validated, batch resolved
-// for one rank.
-inline config::Config gpt_config(const std::vector<std::string>& sets) {
+// A small GPT config document (AdamW, 2 layers) with the assignments applied ("NVME" in a value
+// stands for nvme_dir()).
+inline config::json gpt_document(const std::vector<std::string>& sets) {
   config::json doc = config::json::parse(R"({
     "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
@@ -42,8 +42,13 @@ inline config::Config gpt_config(const std::vector<std::string>& sets) {
     if (auto at = v.find(marker); at != std::string::npos) v.replace(at, marker.size(), nvme_dir());
     config::apply_override(doc, v);
   }
-  config::Config cfg = config::parse_config(doc);
-  config::resolve_batch(cfg, 1);
+  return doc;
+}
+
+// gpt_document validated, batch resolved for `ranks` ranks.
+inline config::Config gpt_config(const std::vector<std::string>& sets, int ranks = 1) {
+  config::Config cfg = config::parse_config(gpt_document(sets));
+  config::resolve_batch(cfg, ranks);
   return cfg;
 }
 
