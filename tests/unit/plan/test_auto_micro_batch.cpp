@@ -20,6 +20,7 @@ config::Config auto_config(const std::string& cap) {
 config::Config with_micro(config::Config cfg, std::int64_t m) {
   cfg.micro_batch_auto = false;
   cfg.train_micro_batch_size_per_gpu = m;
+  cfg.train_batch_size = 0;
   config::resolve_batch(cfg, 1);
   return cfg;
 }

@@ -1,7 +1,9 @@
 // strata.memory.on_oom = "recover": a device cap lowered before step 3 so that the configured
 // micro-batch no longer fits; the step is redone with the micro-batch split in two (accumulation
 // doubled, same samples), the run finishes, and its losses and weights match a run that used the
-// smaller micro-batch from the start (the accumulation-equivalence tolerance, 1e-6 relative).
+// smaller micro-batch from the start: losses and gradient norms within the accumulation-equivalence
+// test's 1e-6 relative, weights within 1e-5 of the largest weight (AdamW's normalised update
+// carries the summation-order differences of the first steps' micro-batch 4 into the weights).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,23 +37,24 @@ class Rows final : public nn::BatchSource {
   std::uint64_t pos_ = 0;
 };
 
-struct Run {
-  std::vector<double> losses;
+struct Trained {
+  std::vector<double> losses, grad_norms;
   std::vector<std::vector<float>> weights;
   std::vector<parallel::MicroBatchChange> changes;
 };
 
 // Trains `steps` steps; before step `cap_at` (1-based) the device tier is capped at `cap`.
-Run train(const config::Config& cfg, int steps, int cap_at = 0, std::uint64_t cap = 0) {
+Trained train(const config::Config& cfg, int steps, int cap_at = 0, std::uint64_t cap = 0) {
   MemoryLedger ledger;
   nn::Gpt model(train::gpt_config(cfg));
   parallel::Training job(cfg, plan_test::one_rank(), model, parallel::TrainingExtras::on(&ledger));
   Rows data;
-  Run out;
+  Trained out;
   for (int s = 1; s <= steps; ++s) {
     if (s == cap_at) ledger.set_cap(Tier::device, cap);
     parallel::EngineStep es = job.step(data);
     out.losses.push_back(es.loss);
+    out.grad_norms.push_back(es.result.grad_norm);
     for (auto& c : es.micro_batch_changes) out.changes.push_back(c);
   }
   for (std::size_t u = 0; u < job.store().num_units(); ++u) {
@@ -82,17 +85,20 @@ TEST(OomRecover, SplitsTheMicroBatchAndMatchesARunThatStartedWithIt) {
   // Without recovery the capped step fails.
   EXPECT_THROW(train(with({}), 4, 3, cap), OutOfMemory);
 
-  const Run got = train(recover, 5, 3, cap);
+  const Trained got = train(recover, 5, 3, cap);
   ASSERT_EQ(got.changes.size(), 1u);
   EXPECT_EQ(got.changes[0].from, 4);
   EXPECT_EQ(got.changes[0].to, 2);
   EXPECT_EQ(got.changes[0].accumulation, 2);
   EXPECT_NE(got.changes[0].why.find("out of device memory"), std::string::npos) << got.changes[0].why;
 
-  const Run ref = train(small, 5);
+  const Trained ref = train(small, 5);
   ASSERT_EQ(got.losses.size(), ref.losses.size());
   for (std::size_t s = 0; s < ref.losses.size(); ++s)
+  {
     EXPECT_NEAR(got.losses[s], ref.losses[s], 1e-6 * std::abs(ref.losses[s])) << "step " << s + 1;
+    EXPECT_NEAR(got.grad_norms[s], ref.grad_norms[s], 1e-6 * ref.grad_norms[s]) << "step " << s + 1;
+  }
   ASSERT_EQ(got.weights.size(), ref.weights.size());
   double worst = 0, scale = 0;
   for (std::size_t u = 0; u < ref.weights.size(); ++u)
@@ -100,7 +106,7 @@ TEST(OomRecover, SplitsTheMicroBatchAndMatchesARunThatStartedWithIt) {
       worst = std::max(worst, std::abs(double(got.weights[u][i]) - ref.weights[u][i]));
       scale = std::max(scale, std::abs(double(ref.weights[u][i])));
     }
-  EXPECT_LE(worst, 1e-6 * scale) << "largest weight difference " << worst;
+  EXPECT_LE(worst, 1e-5 * scale) << "largest weight difference " << worst;
 }
 
 TEST(OomRecover, StopsAtMicroBatchOne) {
