@@ -302,31 +302,9 @@ const OpTable& cpu_op_table() {
   static const OpTable t = [] {
     OpTable x;
     x.name = "cpu";
-    x.matmul = matmul;
-    x.linear_forward = linear_forward;
-    x.linear_backward = linear_backward;
-    x.layernorm_forward = layernorm_forward;
-    x.layernorm_backward = layernorm_backward;
-    x.gelu_forward = gelu_forward;
-    x.gelu_backward = gelu_backward;
-    x.attention_forward = attention_forward;
-    x.attention_backward = attention_backward;
-    x.embedding_forward = embedding_forward;
-    x.embedding_backward = embedding_backward;
-    x.cross_entropy_forward = cross_entropy_forward;
-    x.cross_entropy_backward = cross_entropy_backward;
-    x.row_max = row_max;
-    x.row_sum_exp = row_sum_exp;
-    x.target_logit = target_logit;
-    x.cross_entropy_backward_slice = cross_entropy_backward_slice;
-    x.add = add;
-    x.add_inplace = add_inplace;
-    x.scale_inplace = scale_inplace;
-    x.cast = cast;
-    x.sum_squares = sum_squares;
-    x.has_inf_or_nan = has_inf_or_nan;
-    x.adamw_step = adamw_step;
-    x.sgd_step = sgd_step;
+#define STRATA_SET_ENTRY(op) x.op = op;
+    STRATA_OP_TABLE_ENTRIES(STRATA_SET_ENTRY)
+#undef STRATA_SET_ENTRY
     return x;
   }();
   return t;

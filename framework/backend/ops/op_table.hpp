@@ -75,4 +75,14 @@ const OpTable& meta_op_table();
 // Throws strata::Error naming the first entry a table leaves unset.
 void check_complete(const OpTable& table);
 
+// Every kernel entry of OpTable: a backend whose functions carry the entries' names fills its table
+// with STRATA_OP_TABLE_ENTRIES(X), X(name) expanding to `table.name = name;`.
+#define STRATA_OP_TABLE_ENTRIES(X)                                                               \
+  X(matmul) X(linear_forward) X(linear_backward) X(layernorm_forward) X(layernorm_backward)      \
+  X(gelu_forward) X(gelu_backward) X(attention_forward) X(attention_backward)                   \
+  X(embedding_forward) X(embedding_backward) X(cross_entropy_forward) X(cross_entropy_backward) \
+  X(row_max) X(row_sum_exp) X(target_logit) X(cross_entropy_backward_slice) X(add)              \
+  X(add_inplace) X(scale_inplace) X(cast) X(sum_squares) X(has_inf_or_nan) X(adamw_step)        \
+  X(sgd_step)
+
 }  // namespace strata::ops
