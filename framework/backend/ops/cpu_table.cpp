@@ -299,14 +299,7 @@ void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
 }  // namespace
 
 const OpTable& cpu_op_table() {
-  static const OpTable t = [] {
-    OpTable x;
-    x.name = "cpu";
-#define STRATA_SET_ENTRY(op) x.op = op;
-    STRATA_OP_TABLE_ENTRIES(STRATA_SET_ENTRY)
-#undef STRATA_SET_ENTRY
-    return x;
-  }();
+  static const OpTable t = STRATA_OP_TABLE("cpu");
   return t;
 }
 

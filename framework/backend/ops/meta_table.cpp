@@ -139,14 +139,7 @@ void sgd_step(const Tensor&, const Tensor& grad, const Tensor&, const optim::SGD
 }  // namespace
 
 const OpTable& meta_op_table() {
-  static const OpTable t = [] {
-    OpTable x;
-    x.name = "meta";
-#define STRATA_SET_ENTRY(op) x.op = op;
-    STRATA_OP_TABLE_ENTRIES(STRATA_SET_ENTRY)
-#undef STRATA_SET_ENTRY
-    return x;
-  }();
+  static const OpTable t = STRATA_OP_TABLE("meta");
   return t;
 }
 

@@ -75,8 +75,8 @@ const OpTable& meta_op_table();
 // Throws strata::Error naming the first entry a table leaves unset.
 void check_complete(const OpTable& table);
 
-// Every kernel entry of OpTable: a backend whose functions carry the entries' names fills its table
-// with STRATA_OP_TABLE_ENTRIES(X), X(name) expanding to `table.name = name;`.
+// Every kernel entry of OpTable. STRATA_OP_TABLE("cpu") is a table named "cpu" whose entries are
+// the functions of the same names in scope (a backend's kernels file).
 #define STRATA_OP_TABLE_ENTRIES(X)                                                               \
   X(matmul) X(linear_forward) X(linear_backward) X(layernorm_forward) X(layernorm_backward)      \
   X(gelu_forward) X(gelu_backward) X(attention_forward) X(attention_backward)                   \
@@ -84,5 +84,13 @@ void check_complete(const OpTable& table);
   X(row_max) X(row_sum_exp) X(target_logit) X(cross_entropy_backward_slice) X(add)              \
   X(add_inplace) X(scale_inplace) X(cast) X(sum_squares) X(has_inf_or_nan) X(adamw_step)        \
   X(sgd_step)
+#define STRATA_OP_TABLE_SET_ENTRY(op) x.op = op;
+#define STRATA_OP_TABLE(table_name)                     \
+  [] {                                                  \
+    OpTable x;                                          \
+    x.name = table_name;                                \
+    STRATA_OP_TABLE_ENTRIES(STRATA_OP_TABLE_SET_ENTRY)  \
+    return x;                                           \
+  }()
 
 }  // namespace strata::ops
