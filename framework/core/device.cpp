@@ -7,6 +7,7 @@
 namespace strata {
 
 std::string Device::str() const {
+  if (is_meta()) return "meta";
   return is_cpu() ? std::string("cpu") : fmt::format("cuda:{}", index);
 }
 

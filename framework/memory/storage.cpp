@@ -19,6 +19,7 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tie
   s->tier_ = tier;
   s->category_ = category;
   s->charge_ = LedgerCharge(ledger, tier, category, bytes);  // throws OutOfMemory first
+  if (device.is_meta()) return s;  // charged, nothing allocated: data() is nullptr
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kStorageAlignment - 1) /
                               kStorageAlignment * kStorageAlignment;
   // Large host blocks come from (and go back to) the host block cache, so the same buffers each

@@ -18,6 +18,7 @@ class Storage {
   // Allocates bytes on device, charged to ledger under (tier, category), from the device's
   // allocator (or the host allocator, pinned when asked and possible, for the host tier).
   // Throws OutOfMemory when the tier's cap would be passed.
+  // On the meta device only the charge is made (data() is nullptr).
   static std::shared_ptr<Storage> allocate(std::size_t bytes, Device device, Tier tier,
                                            Category category,
                                            MemoryLedger& ledger = MemoryLedger::global(),

@@ -94,6 +94,7 @@ class Trainer {
   double grad_sum_squares(std::size_t unit) const;
   bool grads_overflow() const;
   void step_elementwise(std::int64_t k, double lr, float grad_scale);
+  void step_on_meta();
 
   nn::ParamStore& store_;
   TrainerOptions opts_;

@@ -13,7 +13,7 @@ struct GridCoords {
 class Grid {
  public:
   // Splits `world` into tp × dp × pp. Throws UserError when world.size() is not a multiple of
-  // tp × pp, naming the numbers.
+  // tp × pp, naming the numbers. A planning world (comm/planning.hpp) gets planning axis groups.
   Grid(const Group& world, int tensor_parallel, int pipeline_parallel);
 
   const Group& world() const { return world_; }
