@@ -68,6 +68,7 @@ class Swapper {
   bool resident(std::size_t u) const { return units_.at(u).slot >= 0; }
   const std::string& path() const { return file_.path(); }
   const SwapFile& file() const { return file_; }
+  MemoryLedger& ledger() const { return ledger_; }
   SwapStats stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 

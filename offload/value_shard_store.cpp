@@ -10,9 +10,10 @@
 namespace strata::offload {
 
 namespace {
-Tensor view(std::byte* base, std::int64_t n, DType dt, Device device) {
+// A slice's view; an op's workspace for it (a 16-bit slice widened) goes to the store's ledger.
+Tensor view(std::byte* base, std::int64_t n, DType dt, Device device, MemoryLedger& ledger) {
   const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dt);
-  return Tensor(Storage::wrap(base, bytes, device), dt, Shape{n}, {1}, 0);
+  return Tensor(Storage::wrap(base, bytes, device, {}, &ledger), dt, Shape{n}, {1}, 0);
 }
 std::uint64_t slice_bytes(std::int64_t n, DType dt) {
   return static_cast<std::uint64_t>(n) * dtype_size(dt);
@@ -36,7 +37,7 @@ void HostValueShardStore::create(std::size_t u, std::int64_t elements, DType dty
 
 Tensor HostValueShardStore::acquire(std::size_t u) {
   const Unit& un = units_.at(u);
-  return view(un.buf.data(), un.elements, un.dtype, un.buf.device());
+  return view(un.buf.data(), un.elements, un.dtype, un.buf.device(), ledger_);
 }
 
 std::string HostValueShardStore::where() const {
@@ -95,7 +96,8 @@ Tensor NvmeValueShardStore::acquire(std::size_t u) {
   std::byte* buf = swapper_.acquire(u, /*fresh=*/un.zero);  // a zeroed unit is not read
   if (un.zero && buf) std::memset(buf, 0, slice_bytes(un.elements, un.dtype));
   read_ahead();
-  return view(buf, un.elements, un.dtype, swapper_.file().meta() ? Device::meta() : Device::cpu());
+  return view(buf, un.elements, un.dtype, swapper_.file().meta() ? Device::meta() : Device::cpu(),
+              swapper_.ledger());
 }
 
 void NvmeValueShardStore::release(std::size_t u, bool dirty) {

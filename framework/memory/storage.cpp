@@ -36,7 +36,8 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tie
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t bytes, Device device,
-                                       std::function<void(void*)> deleter) {
+                                       std::function<void(void*)> deleter,
+                                       MemoryLedger* owner_ledger) {
   std::shared_ptr<Storage> s(new Storage());
   s->data_ = data;
   s->bytes_ = bytes;
@@ -44,6 +45,7 @@ std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t bytes, Device dev
   s->tier_ = Tier::host;
   s->category_ = Category::other;
   s->deleter_ = std::move(deleter);
+  s->owner_ledger_ = owner_ledger;
   return s;
 }
 

@@ -69,6 +69,29 @@ TEST(ValueShardStores, RoundTripBitwiseAndChargeTheirTier) {
   }
 }
 
+// An op's workspace for an acquired slice (a 16-bit slice widened to f32 by the CPU backend) is
+// charged to the store's ledger — the job's, which the memory planner reads — not the global one.
+TEST(ValueShardStores, WorkspaceForASliceGoesToTheStoresLedger) {
+  ScratchDir dir("params");
+  MemoryLedger ledger;
+  HostValueShardStore host(false, &ledger, Category::grads);
+  NvmeValueShardStore nvme(test::small_swapper(dir, 3, &ledger), Category::grads);
+  for (ValueShardStore* s : std::initializer_list<ValueShardStore*>{&host, &nvme}) {
+    s->create(0, 4096, DType::bf16);
+    const Tensor t = s->acquire(0);
+    EXPECT_EQ(t.storage()->ledger(), &ledger);
+    const std::uint64_t global0 = MemoryLedger::global().peak(Tier::host);
+    {
+      // What AdamW's CPU step does with a bf16 gradient: widen it into a workspace.
+      const Tensor wide = t.to(DType::f32, TensorOptions{t.device(), t.tier(), Category::workspace,
+                                                         t.storage()->ledger()});
+      EXPECT_EQ(ledger.current(Tier::host, Category::workspace), 4096u * 4);
+    }
+    EXPECT_EQ(MemoryLedger::global().peak(Tier::host), global0);
+    s->release(0, false);
+  }
+}
+
 // The store reads ahead exactly the units its caller says come next (expect()), so every acquire
 // of a forward, backward and optimizer pass finds its unit resident or in flight; without an
 // expectation, or once the caller goes elsewhere, it reads nothing ahead.

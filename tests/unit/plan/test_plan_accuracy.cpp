@@ -54,6 +54,9 @@ const Case kCases[] = {
                              "zero_optimization.stage=2",
                              "bf16.enabled=true"}},
     // Gradients offloaded with the optimizer (ZeRO-1 stashes unreduced micro-batch gradients).
+    {"Stage1NvmeOptimizerBf16", {"zero_optimization.stage=1", "bf16.enabled=true",
+                                 "zero_optimization.offload_optimizer.device=nvme",
+                                 "zero_optimization.offload_optimizer.nvme_path=NVME"}},
     {"Stage1NvmeOptimizerAccumulation2", {"zero_optimization.stage=1", "gradient_accumulation_steps=2",
                                           "zero_optimization.offload_optimizer.device=nvme",
                                           "zero_optimization.offload_optimizer.nvme_path=NVME"}},
