@@ -107,8 +107,8 @@ MemoryPlan plan_rank(const config::Config& cfg, const ModelFactory& make_model,
 // The larger of two ranks' figures, field by field: what the busiest rank needs.
 void take_max(MemoryPlan& a, const MemoryPlan& b) {
   auto mx = [](auto& x, const auto& y) { x = std::max(x, y); };
-  for (int t = 0; t < kNumTiers; ++t) {
-    for (int c = 0; c < kNumCategories; ++c) {
+  for (std::size_t t = 0; t < kNumTiers; ++t) {
+    for (std::size_t c = 0; c < kNumCategories; ++c) {
       mx(a.memory.peak[t][c], b.memory.peak[t][c]);
       mx(a.memory.current[t][c], b.memory.current[t][c]);
     }

@@ -18,7 +18,7 @@
 namespace strata::cpu {
 namespace {
 
-std::int64_t row_chunk(int V) { return std::max<std::int64_t>(1, 16384 / std::max(1, V)); }
+std::int64_t ce_row_chunk(int V) { return std::max<std::int64_t>(1, 16384 / std::max(1, V)); }
 
 // Row r of logits [N, V] as f32: a pointer into it when f32, else widened into thread scratch.
 const float* row32(FloatBuf b, std::int64_t r, int V) {
@@ -67,7 +67,7 @@ double cross_entropy_forward(FloatBuf logits, const std::int32_t* targets, float
   check_targets(targets, N, V);
   const auto& rk = detail::row_kernels();
   std::vector<double> loss(static_cast<std::size_t>(N), 0.0);
-  detail::parallel_chunks(N, row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
+  detail::parallel_chunks(N, ce_row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* row = row32(logits, r, V);
       const float l = rk.logsumexp(row, V);
@@ -101,7 +101,7 @@ void cross_entropy_backward(const float* logits, const float* lse, const std::in
 }
 
 void row_max(FloatBuf logits, float* out, int N, int V) {
-  detail::parallel_chunks(N, row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
+  detail::parallel_chunks(N, ce_row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* row = row32(logits, r, V);
       float m = -std::numeric_limits<float>::infinity();
@@ -112,7 +112,7 @@ void row_max(FloatBuf logits, float* out, int N, int V) {
 }
 
 void row_sum_exp(FloatBuf logits, const float* max, float* out, int N, int V) {
-  detail::parallel_chunks(N, row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
+  detail::parallel_chunks(N, ce_row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* row = row32(logits, r, V);
       double s = 0.0;
@@ -139,7 +139,7 @@ void cross_entropy_backward_slice(FloatBuf logits, const float* lse, const std::
                                   std::int64_t vocab_start, float scale, FloatOut dlogits, int N,
                                   int V) {
   const auto& rk = detail::row_kernels();
-  detail::parallel_chunks(N, row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
+  detail::parallel_chunks(N, ce_row_chunk(V), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int32_t t = targets[r];
       const float* row = row32(logits, r, V);  // read before dlogits (which may alias) is written
