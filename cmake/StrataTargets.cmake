@@ -20,20 +20,19 @@ if(STRATA_SANITIZE)
   target_link_options(strata_flags INTERFACE -fsanitize=address,undefined)
 endif()
 
-# STRATA_UNITY_BUILD (default ON): each library's and test's sources are compiled in batches of
+# STRATA_UNITY_BUILD (default ON): every target's sources are compiled in batches of
 # STRATA_UNITY_BATCH, one translation unit per batch, so the headers every file includes (fmt,
-# nlohmann-json, gtest, the standard library) are parsed once per batch instead of once per file:
-# a clean build takes about half the time. -DSTRATA_UNITY_BUILD=OFF compiles file by file (what an
-# edit-compile loop on one file wants). Files built with their own flags (the AVX2/AVX-512 kernels)
-# are never batched.
+# nlohmann-json, CLI11, gtest, the standard library) are parsed once per batch instead of once per
+# file: a clean build takes about half the time. -DSTRATA_UNITY_BUILD=OFF compiles file by file
+# (what an edit-compile loop on one file wants). Files built with their own flags (the AVX2/AVX-512
+# kernels) or whose file-local names clash with another file's are never batched
+# (SKIP_UNITY_BUILD_INCLUSION where they are declared).
 option(STRATA_UNITY_BUILD "compile each target's sources in batches (faster clean builds)" ON)
 set(STRATA_UNITY_BATCH 16 CACHE STRING "source files per unity batch")
-function(_strata_unity target)
-  if(STRATA_UNITY_BUILD)
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
-      UNITY_BUILD_BATCH_SIZE ${STRATA_UNITY_BATCH})
-  endif()
-endfunction()
+if(STRATA_UNITY_BUILD)
+  set(CMAKE_UNITY_BUILD ON)
+  set(CMAKE_UNITY_BUILD_BATCH_SIZE ${STRATA_UNITY_BATCH})
+endif()
 
 # strata_add_library(NAME DIRS dir... DEPS dep...): a static library of every *.cpp in DIRS
 # (and *.cu when CUDA is on).
@@ -47,7 +46,6 @@ function(strata_add_library name)
   if(srcs)
     add_library(${name} STATIC ${srcs})
     target_link_libraries(${name} PUBLIC strata_flags ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
-    _strata_unity(${name})
   else()  # a folder whose sources have not landed yet
     add_library(${name} INTERFACE)
     target_link_libraries(${name} INTERFACE strata_flags ${A_DEPS})
@@ -73,7 +71,6 @@ function(strata_add_gtest name)
   endforeach()
   add_executable(${name} ${srcs})
   target_link_libraries(${name} PRIVATE strata_flags GTest::gtest GTest::gtest_main ${A_DEPS})
-  _strata_unity(${name})
   target_compile_definitions(${name} PRIVATE
     STRATA_SOURCE_DIR="${PROJECT_SOURCE_DIR}" STRATA_BINARY_DIR="${PROJECT_BINARY_DIR}")
   # Passive OpenMP waits: a test's threads sleep instead of spinning when the machine is busy
