@@ -11,6 +11,7 @@
 
 namespace strata::offload {
 namespace {
+namespace test_value_shard_store {  // file-local names, unique in a unity build
 
 using test::pattern;
 using test::ScratchDir;
@@ -196,5 +197,6 @@ TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
   EXPECT_GT(s.swapper().stats().bytes_read, 0u);
 }
 
+}  // namespace test_value_shard_store
 }  // namespace
 }  // namespace strata::offload

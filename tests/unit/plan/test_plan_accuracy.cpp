@@ -12,6 +12,7 @@
 
 namespace strata {
 namespace {
+namespace test_plan_accuracy {  // file-local names, unique in a unity build
 
 struct Case {
   const char* name;
@@ -91,5 +92,6 @@ INSTANTIATE_TEST_SUITE_P(Configs, PlanAccuracy, ::testing::ValuesIn(kCases),
 // More configurations than the 12.
 static_assert(std::size(kCases) >= 12);
 
+}  // namespace test_plan_accuracy
 }  // namespace
 }  // namespace strata
