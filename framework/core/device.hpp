@@ -25,7 +25,5 @@ struct Device {
   bool operator==(const Device&) const = default;
 };
 
-// Parses "cpu", "cuda", "cuda:3". Throws UserError otherwise.
-Device parse_device(std::string_view s);
 
 }  // namespace strata

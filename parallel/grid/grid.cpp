@@ -34,8 +34,4 @@ GridCoords Grid::coords_of(int rank) const {
   return c;
 }
 
-int Grid::rank_of(const GridCoords& c) const {
-  return c.pp * dp_size_ * tp_size_ + c.dp * tp_size_ + c.tp;
-}
-
 }  // namespace strata::parallel

@@ -25,9 +25,8 @@ class Grid {
   int pp_size() const { return pp_size_; }
   GridCoords coords() const { return coords_of(world_.rank()); }
 
-  // Rank ↔ coordinates: rank = pp * (dp_size * tp_size) + dp * tp_size + tp.
+  // A rank's coordinates: rank = pp * (dp_size * tp_size) + dp * tp_size + tp.
   GridCoords coords_of(int rank) const;
-  int rank_of(const GridCoords& c) const;
 
  private:
   Group world_, dp_, tp_, pp_;
