@@ -34,7 +34,7 @@ namespace strata::launcher {
 namespace {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
+using metrics_json = nlohmann::json;
 
 struct Point {
   std::int64_t step = 0;
@@ -51,7 +51,7 @@ using Series = std::map<int, std::map<std::int64_t, Point>>;
   user_fail("plot", "{}:{}: {}", file, line, what);
 }
 
-double number(const json& j, const char* key, const std::string& file, std::size_t line,
+double number(const metrics_json& j, const char* key, const std::string& file, std::size_t line,
               bool required) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
@@ -70,11 +70,11 @@ void read_metrics(const std::string& file, Series& out) {
   std::size_t lines = 0;
   for (std::size_t no = 1; std::getline(in, text); ++no) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j;
+    metrics_json j;
     check_json_limits(text, fmt::format("{} line {}", file, no), "plot");  // depth, number sizes
     try {
-      j = json::parse(text);
-    } catch (const json::exception& e) {
+      j = metrics_json::parse(text);
+    } catch (const metrics_json::exception& e) {
       bad_line(file, no, fmt::format("not JSON ({})", e.what()));
     }
     if (!j.is_object()) bad_line(file, no, "not a JSON object");

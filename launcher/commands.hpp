@@ -15,6 +15,7 @@ void add_config_command(CLI::App& app);   // cmd_config.cpp: strata config check
 void add_version_command(CLI::App& app);  // cmd_version.cpp: strata version
 void add_run_command(CLI::App& app);      // cmd_run.cpp: strata run (and the hidden _rank)
 void add_plot_command(CLI::App& app);     // cmd_plot.cpp: strata plot (metrics → PNG/SVG)
+void add_plan_command(CLI::App& app);     // cmd_plan.cpp: strata plan (memory planner)
 
 // "strata 0.1.0" (cmd_version.cpp; also `strata --version`).
 std::string version_line();

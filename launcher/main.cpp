@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   strata::launcher::add_config_command(app);
   strata::launcher::add_data_command(app);
   strata::launcher::add_env_command(app);
+  strata::launcher::add_plan_command(app);
   strata::launcher::add_plot_command(app);
   strata::launcher::add_run_command(app);
   strata::launcher::add_version_command(app);

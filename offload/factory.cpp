@@ -35,11 +35,14 @@ bool inside(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
-// nvme_path must be a directory we can create files in with O_DIRECT.
-void check_nvme_dir(const std::string& key, const std::string& dir, const config::Config& cfg) {
+// nvme_path must be a directory we can create files in with O_DIRECT (machine: checked on this
+// machine, else only that it is set).
+void check_nvme_dir(const std::string& key, const std::string& dir, const config::Config& cfg,
+                    bool machine) {
   if (dir.empty())
     user_fail("offload", "{}.device is \"nvme\" but {}.nvme_path is not set: give a directory on "
               "the NVMe drive", key, key);
+  if (!machine) return;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     user_fail("offload", "{}.nvme_path {} is a file, not a directory: point it at a directory on "
@@ -79,10 +82,11 @@ SwapperOptions swapper_options(const config::Config& cfg, const std::string& dir
   o.pin_memory = pin;
   o.aio = aio_options(cfg.aio);
   o.ledger = memory.ledger;
+  o.meta = memory.device.is_meta();
   return o;
 }
 
-void validate(const config::Config& cfg, int zero_stage) {
+void validate(const config::Config& cfg, int zero_stage, bool check_machine) {
   const auto& z = cfg.zero_optimization;
   const auto& oo = z.offload_optimizer;
   const auto& op = z.offload_param;
@@ -116,15 +120,15 @@ void validate(const config::Config& cfg, int zero_stage) {
                 "memory for parameters is buffer_count x the largest unit's slice; remove "
                 "max_in_cpu (or set it to {}) and bound host memory with buffer_count",
                 op.max_in_cpu, defaults.max_in_cpu);
-    check_nvme_dir("zero_optimization.offload_param", op.nvme_path, cfg);
-    check_io_uring_available();
+    check_nvme_dir("zero_optimization.offload_param", op.nvme_path, cfg, check_machine);
+    if (check_machine) check_io_uring_available();
   }
   if (oo.device == OffloadDevice::nvme) {
     if (oo.buffer_count < 2)
       user_fail("offload", "zero_optimization.offload_optimizer.buffer_count is {}; the NVMe tier "
                 "needs at least 2 (one unit updated while the next is read)", oo.buffer_count);
-    check_nvme_dir("zero_optimization.offload_optimizer", oo.nvme_path, cfg);
-    check_io_uring_available();
+    check_nvme_dir("zero_optimization.offload_optimizer", oo.nvme_path, cfg, check_machine);
+    if (check_machine) check_io_uring_available();
   }
 }
 
@@ -135,7 +139,8 @@ std::unique_ptr<train::OptimizerStateStore> make_state_store(const config::Confi
     case OffloadDevice::none:
       return nullptr;
     case OffloadDevice::cpu:
-      return std::make_unique<HostStateStore>(oo.pin_memory, memory.ledger);
+      return std::make_unique<HostStateStore>(oo.pin_memory, memory.ledger,
+                                              memory.device.is_meta());
     case OffloadDevice::nvme:
       return std::make_unique<NvmeStateStore>(
           swapper_options(cfg, oo.nvme_path, rank, oo.buffer_count, oo.pin_memory, memory));

@@ -18,12 +18,14 @@ namespace strata::offload {
 // >= 1, parameters: 3), an nvme_path that is unset, not a writable directory or inside the
 // checkpoint directory, buffer_count < 2 for nvme, aio.block_size not a multiple of 4096,
 // offload_param.buffer_size / max_in_cpu other than their defaults (not supported), io_uring or
-// O_DIRECT unavailable there. Creates nvme_path if missing.
-void validate(const config::Config& cfg, int zero_stage);
+// O_DIRECT unavailable there. Creates nvme_path if missing. check_machine = false (a plan for
+// another machine) checks the config only: nothing on this machine's disks.
+void validate(const config::Config& cfg, int zero_stage, bool check_machine = true);
 
 // The optimizer-state store for offload_optimizer.device: nullptr for "none" (the Trainer keeps
 // state resident beside the parameters), a host store for "cpu", an NVMe swapper for "nvme"
-// (swap file per rank under nvme_path). Host and NVMe bytes are charged to memory.ledger.
+// (swap file per rank under nvme_path). Host and NVMe bytes are charged to memory.ledger. With
+// memory.device meta (a plan) the stores are charged the same and hold nothing, touching no disk.
 std::unique_ptr<train::OptimizerStateStore> make_state_store(const config::Config& cfg, int rank,
                                                              const TensorOptions& memory);
 

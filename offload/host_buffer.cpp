@@ -9,9 +9,13 @@
 
 namespace strata::offload {
 
-HostBuffer::HostBuffer(std::size_t bytes, Category category, bool pinned, MemoryLedger& ledger) {
-  size_ = static_cast<std::size_t>(round_up_io(std::max<std::size_t>(bytes, 1)));
-  charge_ = LedgerCharge(ledger, Tier::host, category, size_);  // throws OutOfMemory first
+HostBuffer::HostBuffer(std::size_t bytes, Category category, bool pinned, MemoryLedger& ledger,
+                       bool meta)
+    : meta_(meta) {
+  const auto size = static_cast<std::size_t>(round_up_io(std::max<std::size_t>(bytes, 1)));
+  charge_ = LedgerCharge(ledger, Tier::host, category, size);  // throws OutOfMemory first
+  size_ = size;
+  if (meta) return;
   if (pinned && cuda::compiled()) {
     data_ = static_cast<std::byte*>(cuda::malloc_pinned(size_));  // page-aligned
     pinned_ = data_ != nullptr;
@@ -24,7 +28,8 @@ HostBuffer::HostBuffer(std::size_t bytes, Category category, bool pinned, Memory
 
 HostBuffer::HostBuffer(HostBuffer&& o) noexcept
     : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
-      pinned_(std::exchange(o.pinned_, false)), charge_(std::move(o.charge_)) {}
+      pinned_(std::exchange(o.pinned_, false)), meta_(std::exchange(o.meta_, false)),
+      charge_(std::move(o.charge_)) {}
 
 HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   if (this != &o) {
@@ -32,6 +37,7 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     pinned_ = std::exchange(o.pinned_, false);
+    meta_ = std::exchange(o.meta_, false);
     charge_ = std::move(o.charge_);
   }
   return *this;
@@ -47,6 +53,7 @@ void HostBuffer::reset() {
   data_ = nullptr;
   size_ = 0;
   pinned_ = false;
+  meta_ = false;
   charge_.reset();
 }
 

@@ -1,10 +1,12 @@
 // HostBuffer: one page-aligned host allocation (usable for O_DIRECT I/O), page-locked when asked
-// and CUDA can pin it, charged to the ledger's host tier under a category.
+// and CUDA can pin it, charged to the ledger's host tier under a category. A meta buffer (the
+// memory planner's) is charged the same and allocates nothing.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "framework/core/device.hpp"
 #include "framework/memory/ledger.hpp"
 
 namespace strata::offload {
@@ -21,7 +23,9 @@ class HostBuffer {
  public:
   HostBuffer() = default;
   // Allocates round_up_io(bytes) bytes; throws OutOfMemory when the host tier's cap is exceeded.
-  HostBuffer(std::size_t bytes, Category category, bool pinned, MemoryLedger& ledger);
+  // meta: only the charge (data() is nullptr).
+  HostBuffer(std::size_t bytes, Category category, bool pinned, MemoryLedger& ledger,
+             bool meta = false);
   HostBuffer(HostBuffer&& o) noexcept;
   HostBuffer& operator=(HostBuffer&& o) noexcept;
   HostBuffer(const HostBuffer&) = delete;
@@ -31,13 +35,16 @@ class HostBuffer {
   std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
   bool pinned() const { return pinned_; }
-  explicit operator bool() const { return data_ != nullptr; }
+  // The device of tensors viewing this buffer: the cpu, or meta for a meta buffer.
+  Device device() const { return meta_ ? Device::meta() : Device::cpu(); }
+  explicit operator bool() const { return size_ > 0; }
   void reset();
 
  private:
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
   bool pinned_ = false;
+  bool meta_ = false;
   LedgerCharge charge_;
 };
 

@@ -1,6 +1,7 @@
 // HostStateStore: offload_optimizer.device = "cpu" — every unit's optimizer state (f32 master,
 // m, v) resident in host memory (page-locked when pin_memory and CUDA can pin), charged to the
-// host tier, so the device holds only parameters, gradients and activations.
+// host tier, so the device holds only parameters, gradients and activations. meta: the planner's
+// store, charged the same, holding nothing.
 #pragma once
 
 #include <memory>
@@ -14,7 +15,7 @@ namespace strata::offload {
 
 class HostStateStore final : public train::OptimizerStateStore {
  public:
-  HostStateStore(bool pin_memory, MemoryLedger* ledger);
+  HostStateStore(bool pin_memory, MemoryLedger* ledger, bool meta = false);
 
   void create(std::size_t u, const train::StateLayout& layout, const Tensor& values) override;
   train::UnitOptimizerState& acquire(std::size_t u) override { return units_.at(u).views; }
@@ -27,6 +28,7 @@ class HostStateStore final : public train::OptimizerStateStore {
     train::UnitOptimizerState views;
   };
   bool pin_;
+  bool meta_;
   MemoryLedger& ledger_;
   std::vector<Unit> units_;
 };

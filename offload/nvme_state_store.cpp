@@ -23,8 +23,8 @@ void NvmeStateStore::create(std::size_t u, const train::StateLayout& l, const Te
   // The swap file reads as zeros until written, so only the master copy needs writing; the
   // buffer is zeroed so that it is a faithful copy of the unit while it stays resident.
   std::byte* buf = swapper_.acquire(id, /*fresh=*/true);
-  std::memset(buf, 0, p.bytes());
-  if (l.master) packed_views(p, buf).master.copy_from(values);
+  if (buf) std::memset(buf, 0, p.bytes());  // (a meta swapper's buffers hold nothing)
+  if (l.master) packed_views(p, buf, device()).master.copy_from(values);
   swapper_.release(id, l.master, p.master_bytes());
 }
 
@@ -43,7 +43,7 @@ void NvmeStateStore::begin_step() {
 train::UnitOptimizerState& NvmeStateStore::acquire(std::size_t u) {
   STRATA_CHECK(u < layouts_.size(), "offload", "unit {} of {}", u, layouts_.size());
   std::byte* buf = swapper_.acquire(u);
-  views_[u] = packed_views(layouts_[u], buf);
+  views_[u] = packed_views(layouts_[u], buf, device());
   swapper_.prefetch(upcoming(u + 1));
   return views_[u];
 }

@@ -33,6 +33,7 @@ class NvmeStateStore final : public train::OptimizerStateStore {
 
  private:
   std::vector<std::size_t> upcoming(std::size_t next) const;
+  Device device() const { return swapper_.file().meta() ? Device::meta() : Device::cpu(); }
 
   Swapper swapper_;
   std::vector<PackedStateLayout> layouts_;

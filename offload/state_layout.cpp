@@ -32,12 +32,12 @@ std::uint64_t PackedStateLayout::master_bytes() const {
   return segments.size() > 1 ? segments[1].offset : total;
 }
 
-train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base) {
+train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base, Device device) {
   UnitOptimizerState s;
   for (const auto& seg : p.segments) {
-    auto st = Storage::wrap(base + seg.offset,
+    auto st = Storage::wrap(base ? base + seg.offset : nullptr,
                             static_cast<std::size_t>(seg.elements) * dtype_size(seg.dtype),
-                            Device::cpu());
+                            device);
     s.*seg.member = Tensor(std::move(st), seg.dtype, Shape{seg.elements}, {1}, 0);
   }
   return s;

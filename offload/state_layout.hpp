@@ -31,8 +31,10 @@ struct PackedStateLayout {
 
 PackedStateLayout pack(const train::StateLayout& l);
 
-// Views of a packed unit inside `base` (tensors that do not own the memory).
-train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base);
+// Views of a packed unit inside `base` (tensors that do not own the memory) on `device` (the cpu,
+// or meta for a planner's buffer without memory: base may then be nullptr).
+train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base,
+                                       Device device = Device::cpu());
 
 // The padded size of a packed unit: what the host and NVMe tiers hold per unit.
 std::uint64_t packed_bytes(const train::StateLayout& l);

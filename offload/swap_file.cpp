@@ -38,8 +38,12 @@ std::string free_space(const std::string& path) {
 }  // namespace
 
 SwapFile::SwapFile(const std::string& dir, int rank, const std::string& what, Category category,
-                   MemoryLedger& ledger)
-    : category_(category), ledger_(ledger) {
+                   MemoryLedger& ledger, bool meta)
+    : meta_(meta), category_(category), ledger_(ledger) {
+  if (meta) {
+    path_ = (fs::path(dir) / fmt::format("strata-plan-rank{}-{}.swp", rank, what)).string();
+    return;
+  }
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     user_fail("offload", "nvme_path {} is not a directory (it is a file): point nvme_path at a "
@@ -76,6 +80,10 @@ std::uint64_t SwapFile::grow(std::uint64_t bytes) {
   const std::uint64_t off = size_;
   if (bytes == 0) return off;
   ledger_.charge(Tier::nvme, category_, bytes);  // throws OutOfMemory past strata.memory.nvme_limit
+  if (meta_) {
+    size_ = off + bytes;
+    return off;
+  }
   int rc = ::posix_fallocate(fd_, static_cast<off_t>(off), static_cast<off_t>(bytes));
   if (rc == EOPNOTSUPP || rc == EINVAL) {  // no fallocate here: a sparse file still reads zeros
     rc = ::ftruncate(fd_, static_cast<off_t>(off + bytes)) == 0 ? 0 : errno;

@@ -24,9 +24,10 @@ const SwapperOptions& checked(const SwapperOptions& o) {
 Swapper::Swapper(const SwapperOptions& o)
     : opts_(checked(o)),
       ledger_(o.ledger ? *o.ledger : MemoryLedger::global()),
-      file_(o.dir, o.rank, o.what, o.category, ledger_),
-      slots_(static_cast<std::size_t>(o.buffer_count)),
-      aio_(o.aio) {}
+      file_(o.dir, o.rank, o.what, o.category, ledger_, o.meta),
+      slots_(static_cast<std::size_t>(o.buffer_count)) {
+  if (!o.meta) aio_.emplace(o.aio);
+}
 
 Swapper::~Swapper() = default;
 
@@ -35,10 +36,10 @@ void Swapper::check_ok() const {
 }
 
 void Swapper::wait_ticket(AioQueue::Ticket t, bool is_write) {
-  if (t == 0 || aio_.done(t)) {
+  if (t == 0 || aio_->done(t)) {
     if (t != 0) {
       try {
-        aio_.wait(t);
+        aio_->wait(t);
       } catch (const Error& e) {
         error_ = std::string(e.what()).substr(std::string("[offload] ").size());
         throw;
@@ -48,7 +49,7 @@ void Swapper::wait_ticket(AioQueue::Ticket t, bool is_write) {
   }
   const auto t0 = Clock::now();
   try {
-    aio_.wait(t);
+    aio_->wait(t);
   } catch (const Error& e) {
     error_ = std::string(e.what()).substr(std::string("[offload] ").size());
     throw;
@@ -98,7 +99,7 @@ void Swapper::attach(std::size_t u, int si, bool read) {
   if (s.unit >= 0) units_[static_cast<std::size_t>(s.unit)].slot = -1;  // evict (clean or written)
   if (!s.buf || s.buf.size() < capacity_) {
     wait_ticket(s.ticket, s.ticket_is_write);
-    s.buf = HostBuffer(capacity_, opts_.category, opts_.pin_memory, ledger_);
+    s.buf = HostBuffer(capacity_, opts_.category, opts_.pin_memory, ledger_, opts_.meta);
     s.ticket = 0;
   }
   s.unit = static_cast<std::int64_t>(u);
@@ -106,8 +107,9 @@ void Swapper::attach(std::size_t u, int si, bool read) {
   un.slot = si;
   if (read) {
     // After the buffer's last transfer and after this unit's last write-back.
-    s.ticket = aio_.submit(IoOp::read, file_.fd(), file_.path(), s.buf.data(), un.bytes,
-                           un.offset, {s.ticket, un.last_write});
+    if (aio_)
+      s.ticket = aio_->submit(IoOp::read, file_.fd(), file_.path(), s.buf.data(), un.bytes,
+                              un.offset, {s.ticket, un.last_write});
     s.ticket_is_write = false;
     stats_.reads += 1;
     stats_.bytes_read += un.bytes;
@@ -147,18 +149,19 @@ void Swapper::release(std::size_t u, bool dirty, std::uint64_t write_bytes) {
   if (!dirty || !error_.empty()) return;
   const std::uint64_t n = std::min(un.bytes, round_up_io(write_bytes == UINT64_MAX ? un.bytes : write_bytes));
   if (n == 0) return;
-  s.ticket = aio_.submit(IoOp::write, file_.fd(), file_.path(), s.buf.data(), n, un.offset,
-                         {s.ticket, un.last_write});
+  stats_.writes += 1;
+  stats_.bytes_written += n;
+  if (!aio_) return;  // meta: counted, not written
+  s.ticket = aio_->submit(IoOp::write, file_.fd(), file_.path(), s.buf.data(), n, un.offset,
+                          {s.ticket, un.last_write});
   s.ticket_is_write = true;
   un.last_write = s.ticket;
   writes_.push_back(s.ticket);
-  stats_.writes += 1;
-  stats_.bytes_written += n;
   // Forget completed write-backs now and then (their errors are raised where they are waited).
   if (writes_.size() > 4 * slots_.size() + 16) {
     std::vector<AioQueue::Ticket> left;
     for (auto t : writes_) {
-      if (!aio_.done(t)) left.push_back(t);
+      if (!aio_->done(t)) left.push_back(t);
       else wait_ticket(t, true);  // returns at once; throws if it failed
     }
     writes_.swap(left);

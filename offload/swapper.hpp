@@ -2,10 +2,13 @@
 // host buffers on demand (acquire/release, like a tiny buffer cache). Reads ahead the units the
 // caller names next into idle buffers, writes modified units back behind it, and orders every
 // transfer: a buffer is reused only after its write-back, and a unit is read only after its last
-// write-back. Host memory stays at buffer_count × the largest unit.
+// write-back. Host memory stays at buffer_count × the largest unit. A meta swapper (the memory
+// planner's, SwapperOptions::meta) keeps the same buffers, charges and statistics and moves no
+// bytes.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,7 @@ struct SwapperOptions {
   bool pin_memory = false;
   AioOptions aio;
   MemoryLedger* ledger = nullptr;    // nullptr: MemoryLedger::global()
+  bool meta = false;                 // plan only: charge buffers and file, do no I/O
 };
 
 // What the swapper has moved and how long its callers waited for it.
@@ -64,6 +68,7 @@ class Swapper {
   bool resident(std::size_t u) const { return units_.at(u).slot >= 0; }
   const std::string& path() const { return file_.path(); }
   const SwapFile& file() const { return file_; }
+  MemoryLedger& ledger() const { return ledger_; }
   SwapStats stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
@@ -97,7 +102,8 @@ class Swapper {
   std::uint64_t clock_ = 0;
   std::string error_;  // first I/O error: the swap file's contents are unknown after it
   SwapStats stats_;
-  AioQueue aio_;  // last: destroyed first, draining transfers before the buffers and file go
+  std::optional<AioQueue> aio_;  // last: destroyed first, draining transfers before the buffers
+                                 // and file go; none for a meta swapper
 };
 
 }  // namespace strata::offload

@@ -10,28 +10,34 @@
 namespace strata::offload {
 
 namespace {
-Tensor view(std::byte* base, std::int64_t n, DType dt) {
+// A slice's view; an op's workspace for it (a 16-bit slice widened) goes to the store's ledger.
+Tensor view(std::byte* base, std::int64_t n, DType dt, Device device, MemoryLedger& ledger) {
   const std::size_t bytes = static_cast<std::size_t>(n) * dtype_size(dt);
-  return Tensor(Storage::wrap(base, bytes, Device::cpu()), dt, Shape{n}, {1}, 0);
+  return Tensor(Storage::wrap(base, bytes, device, {}, &ledger), dt, Shape{n}, {1}, 0);
 }
 std::uint64_t slice_bytes(std::int64_t n, DType dt) {
   return static_cast<std::uint64_t>(n) * dtype_size(dt);
 }
 }  // namespace
 
-HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger, Category category)
-    : pin_(pin_memory), ledger_(ledger ? *ledger : MemoryLedger::global()), category_(category) {}
+HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger, Category category,
+                                         bool meta)
+    : pin_(pin_memory),
+      meta_(meta),
+      ledger_(ledger ? *ledger : MemoryLedger::global()),
+      category_(category) {}
 
 void HostValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
   STRATA_CHECK(u == units_.size(), "offload", "slice created out of order (unit {})", u);
-  Unit un{HostBuffer(slice_bytes(elements, dtype), category_, pin_, ledger_), elements, dtype};
-  std::memset(un.buf.data(), 0, un.buf.size());
+  Unit un{HostBuffer(slice_bytes(elements, dtype), category_, pin_, ledger_, meta_), elements,
+          dtype};
+  if (un.buf.data()) std::memset(un.buf.data(), 0, un.buf.size());
   units_.push_back(std::move(un));
 }
 
 Tensor HostValueShardStore::acquire(std::size_t u) {
   const Unit& un = units_.at(u);
-  return view(un.buf.data(), un.elements, un.dtype);
+  return view(un.buf.data(), un.elements, un.dtype, un.buf.device(), ledger_);
 }
 
 std::string HostValueShardStore::where() const {
@@ -88,9 +94,10 @@ Tensor NvmeValueShardStore::acquire(std::size_t u) {
   else expected_.clear(), next_ = 0;
   Unit& un = units_[u];
   std::byte* buf = swapper_.acquire(u, /*fresh=*/un.zero);  // a zeroed unit is not read
-  if (un.zero) std::memset(buf, 0, slice_bytes(un.elements, un.dtype));
+  if (un.zero && buf) std::memset(buf, 0, slice_bytes(un.elements, un.dtype));
   read_ahead();
-  return view(buf, un.elements, un.dtype);
+  return view(buf, un.elements, un.dtype, swapper_.file().meta() ? Device::meta() : Device::cpu(),
+              swapper_.ledger());
 }
 
 void NvmeValueShardStore::release(std::size_t u, bool dirty) {
@@ -106,7 +113,8 @@ std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cf
     case config::OffloadDevice::none:
       return nullptr;
     case config::OffloadDevice::cpu:
-      return std::make_unique<HostValueShardStore>(op.pin_memory, memory.ledger);
+      return std::make_unique<HostValueShardStore>(op.pin_memory, memory.ledger, Category::params,
+                                                   memory.device.is_meta());
     case config::OffloadDevice::nvme:
       return std::make_unique<NvmeValueShardStore>(
           swapper_options(cfg, op.nvme_path, rank, op.buffer_count, op.pin_memory, memory));
@@ -121,7 +129,8 @@ std::unique_ptr<ValueShardStore> make_grad_shard_store(const config::Config& cfg
     case config::OffloadDevice::none:
       return nullptr;
     case config::OffloadDevice::cpu:
-      return std::make_unique<HostValueShardStore>(oo.pin_memory, memory.ledger, Category::grads);
+      return std::make_unique<HostValueShardStore>(oo.pin_memory, memory.ledger, Category::grads,
+                                                   memory.device.is_meta());
     case config::OffloadDevice::nvme:
       return std::make_unique<NvmeValueShardStore>(
           swapper_options(cfg, oo.nvme_path, rank, oo.buffer_count, oo.pin_memory, memory),

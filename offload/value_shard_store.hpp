@@ -20,10 +20,12 @@ namespace strata::offload {
 using ValueShardStore = nn::ValueShardStore;
 
 // "cpu": every slice in host memory (pinned when asked and possible), charged to the host tier
-// under `category` (params, or grads for the gradient store).
+// under `category` (params, or grads for the gradient store); meta: the planner's store, charged,
+// holding nothing.
 class HostValueShardStore final : public ValueShardStore {
  public:
-  HostValueShardStore(bool pin_memory, MemoryLedger* ledger, Category category = Category::params);
+  HostValueShardStore(bool pin_memory, MemoryLedger* ledger, Category category = Category::params,
+                      bool meta = false);
   void create(std::size_t u, std::int64_t elements, DType dtype) override;
   Tensor acquire(std::size_t u) override;
   void release(std::size_t, bool) override {}
@@ -37,6 +39,7 @@ class HostValueShardStore final : public ValueShardStore {
     DType dtype;
   };
   bool pin_;
+  bool meta_;
   MemoryLedger& ledger_;
   Category category_;
   std::vector<Unit> units_;

@@ -17,6 +17,7 @@
 #include "examples/train_gpt/metrics_file.hpp"
 #include "examples/train_gpt/progress.hpp"
 #include "examples/train_gpt/progress_file.hpp"
+#include "examples/train_gpt/plan_summary.hpp"
 #include "examples/train_gpt/run_summary.hpp"
 #include "examples/train_gpt/startup_checks.hpp"
 #include "examples/train_gpt/stop_signal.hpp"
@@ -31,6 +32,7 @@
 #include "framework/train/token_batches.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/training.hpp"
+#include "parallel/plan/auto_micro_batch.hpp"
 
 using namespace strata;
 
@@ -51,12 +53,11 @@ struct Args {
 
 // Validation loss over the first `iters` micro-batches' worth of windows, split over dp ranks;
 // forward only, through the engine (with pipeline stages each rank runs its stage's layers).
-double evaluate(parallel::DataParallelEngine& engine, const nn::Model& model,
-                const data::TokenFile& file, int T, int micro, std::int64_t iters,
+double evaluate(parallel::DataParallelEngine& engine, const data::TokenFile& file, int T, int micro, std::int64_t iters,
                 const parallel::Group& dp) {
   data::EvalSampler ev(file, T, micro, dp.size(), dp.rank(),
                        static_cast<std::uint64_t>(iters * micro * dp.size()));
-  nn::Batch batch(model.batch_fields(micro));
+  nn::Batch& batch = engine.batch_buffer();  // laid out as model.batch_fields(micro)
   std::int32_t* in = batch["tokens"].data<std::int32_t>();
   std::int32_t* tgt = batch["targets"].data<std::int32_t>();
   Tensor acc = Tensor::zeros({2}, DType::f64, TensorOptions{}.with(Category::comm));
@@ -99,7 +100,13 @@ int run(const Args& a) {
   examples::install_stop_handlers();
   std::optional<examples::ProgressFile> progress =
       examples::ProgressFile::from_env(world.group().rank());
+  // The memory planner: chooses an "auto" micro-batch, predicts this job's peaks before anything
+  // is allocated (printed beside what the run then measures), and explains out-of-memory errors.
+  const parallel::plan::ModelFactory gpt = parallel::plan::gpt_model();
+  parallel::plan::resolve_auto_micro_batch(cfg, world.group().size(), gpt);
   config::resolve_batch(cfg, config::data_parallel_size(cfg, world.group().size()));
+  const parallel::plan::MemoryPlan plan =
+      parallel::plan::plan_memory(cfg, gpt, {world.group().size(), 2});
   train::apply_memory_caps(cfg, ledger);
   if (a.threads > 0) {
     cpu::set_num_threads(a.threads);
@@ -134,7 +141,9 @@ int run(const Args& a) {
   nn::Gpt model(gc, parallel::tensor_shard(cfg, world.group()));  // this rank's tp part
   // The job as every Strata program builds it: grid, ZeRO-sharded parameters (offloaded as
   // configured), trainer, engine, checkpoints.
-  parallel::Training training(cfg, world.group(), model, parallel::TrainingExtras::on(&ledger));
+  parallel::TrainingExtras extras = parallel::TrainingExtras::on(&ledger);
+  extras.model_factory = gpt;
+  parallel::Training training(cfg, world.group(), model, extras);
   const parallel::Grid& grid = training.grid();
   const parallel::Group& dp = training.dp();
   train::TokenBatches batches(train_file, T, micro, dp.size(), dp.rank(), cfg.strata.data.shuffle,
@@ -143,10 +152,10 @@ int run(const Args& a) {
   checkpoints.set_data(&batches);
   parallel::DataParallelEngine& engine = training.engine();
   const train::Precision prec = train::precision_of(cfg);
-  auto next_batch = [&](nn::Batch& b) { batches.next(b); };
   if (lead) {
     std::fputs(examples::run_summary({training, gc, cpu::num_threads(), config_file}).c_str(),
                stdout);
+    std::fputs(examples::plan_summary(plan).c_str(), stdout);
     std::fflush(stdout);
   }
   examples::StartOptions start_opts = a.start;
@@ -165,10 +174,25 @@ int run(const Args& a) {
   std::int64_t tokens_since = 0;
   std::int64_t step = start;  // the last completed step
   bool stopped = false;
+  // Peaks per tier over the whole run (set-up included), for the comparison with the plan.
+  std::array<std::uint64_t, kNumTiers> run_peak{};
+  int recovered_to = 0;  // the micro-batch out-of-memory recovery went down to (0: none)
+  auto note_peaks = [&] {
+    for (std::size_t t = 0; t < kNumTiers; ++t)
+      run_peak[t] = std::max(run_peak[t], ledger.peak(static_cast<Tier>(t)));
+  };
   while (step < steps && !stopped) {
     ++step;
+    note_peaks();
     ledger.reset_peaks();
-    const parallel::EngineStep es = engine.train_step(next_batch);
+    // With strata.memory.on_oom = "recover" an out-of-memory step is redone with smaller
+    // micro-batches (same samples): each change is logged.
+    const parallel::EngineStep es = training.step(batches);
+    if (!es.micro_batch_changes.empty()) recovered_to = es.micro_batch_changes.back().to;
+    if (lead)
+      for (const auto& c : es.micro_batch_changes)
+        std::printf("micro-batch %d -> %d, accumulation %d (same global batch): %s\n", c.from, c.to,
+                    c.accumulation, c.why.c_str());
     examples::StepReport r;
     r.result = es.result;
     r.step = step;
@@ -187,7 +211,7 @@ int run(const Args& a) {
     const bool eval_now = valid_file && cfg.strata.eval.interval > 0 &&
                           (step % cfg.strata.eval.interval == 0 || step == steps);
     if (eval_now)
-      r.val_loss = evaluate(engine, model, *valid_file, T, micro, cfg.strata.eval.iters, dp);
+      r.val_loss = evaluate(engine, *valid_file, T, micro, cfg.strata.eval.iters, dp);
     const bool print = step == start + 1 || step == steps || step % cfg.steps_per_print == 0 || eval_now;
     if (print || metrics.is_open())  // tokens since the last report (one step with metrics)
       r.tokens_per_s = static_cast<double>(tokens_since) /
@@ -223,7 +247,18 @@ int run(const Args& a) {
   }
   if (checkpoints.enabled() && checkpoints.last_saved() != step) checkpoints.save(step);
   checkpoints.finish();  // the last background save is complete (or its error thrown)
-  if (lead) std::printf("peak memory (rank 0):\n%s", ledger.report().c_str());
+  note_peaks();
+  // The plan is the busiest rank's (pipeline stages differ): compare it with the busiest rank.
+  for (auto& p : run_peak) p = static_cast<std::uint64_t>(engine.max_over_ranks(static_cast<double>(p)));
+  if (lead) {
+    std::printf("peak memory (rank 0, last step):\n%s", ledger.report().c_str());
+    std::fputs(examples::plan_versus_measured(plan, run_peak).c_str(), stdout);
+    if (recovered_to > 0)
+      std::printf("  (planned for micro-batch %d; out-of-memory recovery went down to %d: `strata "
+                  "plan --set train_micro_batch_size_per_gpu=%d --set gradient_accumulation_steps=%d` "
+                  "plans that)\n", plan.micro_batch, recovered_to, recovered_to,
+                  plan.accumulation * plan.micro_batch / recovered_to);
+  }
   if (stopped) {
     if (lead) std::fflush(stdout);
     return 0;

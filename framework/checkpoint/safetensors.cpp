@@ -59,7 +59,7 @@ std::optional<std::uint64_t> as_u64(const nlohmann::json& v) {
   return std::nullopt;
 }
 
-void pread_all(int fd, void* dst, std::uint64_t n, std::uint64_t offset, const std::string& path) {
+void read_exact(int fd, void* dst, std::uint64_t n, std::uint64_t offset, const std::string& path) {
   auto* p = static_cast<unsigned char*>(dst);
   while (n > 0) {
     const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
@@ -151,14 +151,14 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size < 8) bad(path_, fmt::format("{} bytes: too short for a safetensors file", size));
     std::uint64_t n = 0;
-    pread_all(fd_, &n, 8, 0, path_);
+    read_exact(fd_, &n, 8, 0, path_);
     if (n > kSafetensorsMaxHeader || n > size - 8)
       bad(path_, fmt::format("header length {} does not fit the file ({} bytes): not a "
                              "safetensors file, or truncated",
                              n, size));
     if (n < 2) bad(path_, fmt::format("header length {} is too short for a JSON object", n));
     std::string text(n, '\0');
-    pread_all(fd_, text.data(), n, 8, path_);
+    read_exact(fd_, text.data(), n, 8, path_);
     if (text.front() != '{') bad(path_, "header does not start with '{': not a safetensors file");
     data_offset_ = 8 + n;
     const std::uint64_t buffer = size - data_offset_;
@@ -232,7 +232,7 @@ const SafetensorsEntry* SafetensorsReader::find(std::string_view name) const {
 
 std::vector<unsigned char> SafetensorsReader::read_bytes(const SafetensorsEntry& e) const {
   std::vector<unsigned char> out(e.end - e.begin);
-  pread_all(fd_, out.data(), out.size(), data_offset_ + e.begin, path_);
+  read_exact(fd_, out.data(), out.size(), data_offset_ + e.begin, path_);
   return out;
 }
 

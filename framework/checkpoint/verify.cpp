@@ -14,7 +14,7 @@ namespace strata::checkpoint {
 
 namespace {
 
-std::string untagged(const std::exception& e) {
+std::string without_tag(const std::exception& e) {
   std::string s = e.what();
   if (s.rfind("[checkpoint] ", 0) == 0) s.erase(0, 13);
   return s;
@@ -48,7 +48,7 @@ VerifyReport verify_checkpoint(const std::string& step_dir, VerifyLevel level) {
   try {
     rep.manifest = read_manifest(step_dir);
   } catch (const Error& e) {
-    rep.faults.push_back(untagged(e));
+    rep.faults.push_back(without_tag(e));
     return rep;
   }
   const Manifest& m = *rep.manifest;
@@ -85,7 +85,7 @@ VerifyReport verify_checkpoint(const std::string& step_dir, VerifyLevel level) {
       try {
         f.rank_state(&fe.state_checksum);
       } catch (const Error& e) {
-        rep.faults.push_back(untagged(e));
+        rep.faults.push_back(without_tag(e));
       }
       std::set<std::string> listed;
       for (const auto& [p, s] : by_file[fe.name]) {
@@ -103,7 +103,7 @@ VerifyReport verify_checkpoint(const std::string& step_dir, VerifyLevel level) {
                 fmt::format("{}: dataset {}: checksum mismatch: manifest says {}, data gives {}",
                             path, s->dataset, format_checksum(s->checksum), format_checksum(crc)));
         } catch (const Error& e) {
-          rep.faults.push_back(untagged(e));
+          rep.faults.push_back(without_tag(e));
         }
       }
       for (const DatasetRecord& d : f.scan())
@@ -113,7 +113,7 @@ VerifyReport verify_checkpoint(const std::string& step_dir, VerifyLevel level) {
                           "checkpoint?)",
                           path, d.path));
     } catch (const Error& e) {
-      rep.faults.push_back(untagged(e));
+      rep.faults.push_back(without_tag(e));
     }
   }
   return rep;

@@ -119,10 +119,16 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
       erase(doc, path);
       batch.train_micro_batch_size_per_gpu = true;
       const json* t = at(original, "train_batch_size");
+      const json* cap = at(original, "strata.memory.device_limit");
       if (t && t->is_number())
         note(
             "auto: train_micro_batch_size_per_gpu = train_batch_size / "
             "(gradient_accumulation_steps × data-parallel size)");
+      else if (cap && !cap->is_null())
+        note(
+            "auto: train_micro_batch_size_per_gpu = the largest micro-batch whose training step "
+            "fits strata.memory.device_limit, chosen by the memory planner at start-up (`strata "
+            "plan` shows the plan)");
     } else if (path == "gradient_accumulation_steps") {
       erase(doc, path);
       batch.gradient_accumulation_steps = true;

@@ -125,9 +125,15 @@ struct Aio {
   bool overlap_events = true;
 };
 
-// `strata.memory`: caps per tier in bytes (unset = no cap).
+// strata.memory.on_oom: what an out-of-memory error during a step's forward/backward does —
+// fail with the planner's advice, or recover (split the micro-batch, keep the global batch, redo
+// the step).
+enum class OnOom { fail, recover };
+
+// `strata.memory`: caps per tier in bytes (unset = no cap), and out-of-memory handling.
 struct Memory {
   std::optional<std::uint64_t> device_limit, host_limit, nvme_limit;
+  OnOom on_oom = OnOom::fail;
 };
 
 // `strata.model`.
@@ -251,8 +257,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 
 // DeepSpeed's batch rule: train_batch_size = micro × accumulation × data_parallel_size. Any two
 // given determine the third (only micro or only train given: accumulation 1); all three given
-// must agree. An "auto" micro-batch nothing determines goes to plan_micro_batch
-// (micro_batch_plan.hpp). Sets cfg.data_parallel_size.
+// must agree. An "auto" micro-batch that nothing determines must have been chosen by the memory
+// planner first (parallel/plan/auto_micro_batch.hpp): it is refused here. Sets
+// cfg.data_parallel_size.
 void resolve_batch(Config& cfg, std::int64_t data_parallel_size);
 
 // world_size / (tensor_parallel_size × pipeline_parallel_size), which must divide evenly.
@@ -266,5 +273,6 @@ std::string_view to_string(OptimizerType t);
 std::string_view to_string(SchedulerType t);
 std::string_view to_string(WarmupType t);
 std::string_view to_string(OffloadDevice d);
+std::string_view to_string(OnOom o);
 
 }  // namespace strata::config

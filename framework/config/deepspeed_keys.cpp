@@ -375,7 +375,7 @@ std::string_view find_named(std::span<const Named> list, std::string_view name) 
   return {};
 }
 
-std::string_view parent_of(std::string_view path) {
+std::string_view parent_key(std::string_view path) {
   const auto dot = path.rfind('.');
   return dot == std::string_view::npos ? std::string_view{} : path.substr(0, dot);
 }
@@ -500,7 +500,7 @@ const DeepSpeedKey* find_deepspeed_key(std::string_view path) {
 std::vector<std::string> deepspeed_keys_in(std::string_view section) {
   std::vector<std::string> out;
   for (const auto& k : kKeys)
-    if (parent_of(k.path) == section)
+    if (parent_key(k.path) == section)
       out.emplace_back(section.empty() ? k.path : k.path.substr(section.size() + 1));
   return out;
 }

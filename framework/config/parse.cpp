@@ -11,7 +11,6 @@
 #include "framework/config/auto_values.hpp"
 #include "framework/config/config.hpp"
 #include "framework/config/deepspeed_keys.hpp"
-#include "framework/config/micro_batch_plan.hpp"
 #include "framework/config/schema.hpp"
 #include "framework/config/suggest.hpp"
 #include "framework/config/validate.hpp"
@@ -524,6 +523,8 @@ void read_strata(const Reader& r, StrataSection& s) {
   r.get_size("strata.memory.device_limit", s.memory.device_limit);
   r.get_size("strata.memory.host_limit", s.memory.host_limit);
   r.get_size("strata.memory.nvme_limit", s.memory.nvme_limit);
+  r.choice<OnOom>("strata.memory.on_oom", s.memory.on_oom,
+                  {{"fail", OnOom::fail}, {"recover", OnOom::recover}});
 
   std::string model_type;
   r.get("strata.model.type", model_type);
@@ -577,17 +578,6 @@ Config check_config(const json& input, Problems& problems) {
   r.get("train_micro_batch_size_per_gpu", c.train_micro_batch_size_per_gpu, IntRange{1});
   r.get("gradient_accumulation_steps", c.gradient_accumulation_steps, IntRange{1});
   c.micro_batch_auto = autos.train_micro_batch_size_per_gpu;
-  if (c.micro_batch_auto && c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 &&
-      !can_plan_micro_batch()) {
-    // Nothing determines it and no planner chooses it: Hugging Face's default, as its trainer
-    // fills it from --per_device_train_batch_size when that is not given.
-    c.train_micro_batch_size_per_gpu = kHfMicroBatch;
-    c.notes.push_back(fmt::format(
-        "auto: train_micro_batch_size_per_gpu = {}, the default of Hugging Face's "
-        "--per_device_train_batch_size, which fills it when not given and no other batch size "
-        "determines it (another value: --set train_micro_batch_size_per_gpu=4)",
-        kHfMicroBatch));
-  }
   r.get("gradient_clipping", c.gradient_clipping, kNonNegative);
   r.get("prescale_gradients", c.prescale_gradients);
   r.get("gradient_predivide_factor", c.gradient_predivide_factor, kPositive);
@@ -619,6 +609,20 @@ Config check_config(const json& input, Problems& problems) {
   r.get("aio.overlap_events", c.aio.overlap_events);
 
   read_strata(r, c.strata);
+  if (c.micro_batch_auto && c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 &&
+      !c.strata.memory.device_limit) {
+    // Nothing determines it and no device cap lets the memory planner choose it (parallel/plan):
+    // Hugging Face's default, as its trainer fills it from --per_device_train_batch_size when
+    // that is not given.
+    c.train_micro_batch_size_per_gpu = kHfMicroBatch;
+    c.notes.push_back(fmt::format(
+        "auto: train_micro_batch_size_per_gpu = {}, the default of Hugging Face's "
+        "--per_device_train_batch_size, which fills it when not given and no other batch size "
+        "determines it (another value: --set train_micro_batch_size_per_gpu=4, or a device cap, "
+        "--device-memory or strata.memory.device_limit, for the memory planner to choose the "
+        "largest that fits)",
+        kHfMicroBatch));
+  }
 
   check_rules(c, problems);
   check_batch_given(c, problems, autos.train_batch_size || autos.train_micro_batch_size_per_gpu);

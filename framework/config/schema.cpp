@@ -220,6 +220,10 @@ constexpr KeySpec kSchema[] = {
      "Host memory cap; null = none. Command line: --host-memory.", true},
     {"strata.memory.nvme_limit", K::size, "null",
      "NVMe space cap; null = none. Command line: --nvme-memory.", true},
+    {"strata.memory.on_oom", K::string, "\"fail\"",
+     "Out of memory during a step's forward/backward: \"fail\" (the error says what fits, from "
+     "the memory planner) or \"recover\" (halve the micro-batch, double the accumulation, redo "
+     "the step; down to micro-batch 1; kept in checkpoints)."},
     {"strata.model", K::object, "{}", "The model (examples/train_gpt)."},
     {"strata.model.type", K::string, "\"gpt\"", "Model family; \"gpt\" (GPT-2 architecture)."},
     {"strata.model.n_layer", K::integer, "12", "Transformer blocks."},

@@ -53,6 +53,10 @@ std::string_view to_string(OffloadDevice d) {
   return "?";
 }
 
+std::string_view to_string(OnOom o) {
+  return o == OnOom::recover ? "recover" : "fail";
+}
+
 namespace {
 
 json str(std::string_view s) {
@@ -158,7 +162,8 @@ json strata_json(const StrataSection& s) {
       {"memory",
        {{"device_limit", optional_size(s.memory.device_limit)},
         {"host_limit", optional_size(s.memory.host_limit)},
-        {"nvme_limit", optional_size(s.memory.nvme_limit)}}},
+        {"nvme_limit", optional_size(s.memory.nvme_limit)},
+        {"on_oom", str(to_string(s.memory.on_oom))}}},
       {"model",
        {{"type", s.model.type},
         {"n_layer", s.model.n_layer},

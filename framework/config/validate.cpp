@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "framework/config/micro_batch_plan.hpp"
 #include "framework/core/error.hpp"
 
 namespace strata::config {
@@ -179,13 +178,17 @@ void check_batch_given(const Config& c, Problems& p, bool auto_given) {
   const std::int64_t t = c.train_batch_size, m = c.train_micro_batch_size_per_gpu,
                      g = c.gradient_accumulation_steps;
   if (t == 0 && m == 0) {
-    if (c.micro_batch_auto && can_plan_micro_batch()) return;  // resolve_batch plans it
+    // With a device cap, the program's memory planner chooses it before resolve_batch
+    // (parallel/plan/auto_micro_batch.hpp).
+    if (c.micro_batch_auto && c.strata.memory.device_limit) return;
     if (auto_given)
       p.add(ProblemKind::unresolved_auto, "train_micro_batch_size_per_gpu",
             "train_micro_batch_size_per_gpu is \"auto\" and nothing determines it: add --set "
             "train_micro_batch_size_per_gpu=8 (Hugging Face fills it from "
             "--per_device_train_batch_size, default 8), or give train_batch_size (with "
-            "gradient_accumulation_steps); choosing it from a memory plan is not implemented yet");
+            "gradient_accumulation_steps), or give a device memory cap (--device-memory or "
+            "strata.memory.device_limit) for the memory planner to choose the largest "
+            "micro-batch that fits");
     else
       p.mistake("train_micro_batch_size_per_gpu",
                 "set train_batch_size or train_micro_batch_size_per_gpu (or both); "
@@ -227,9 +230,11 @@ std::string unused_at_stage(std::string_view key, int stage) {
 
 void resolve_batch(Config& c, std::int64_t dp) {
   if (dp < 1) user_fail("config", "the data-parallel size is {}; it must be at least 1", dp);
-  if (c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 && c.micro_batch_auto) {
-    if (const auto planned = plan_micro_batch(c, dp)) c.train_micro_batch_size_per_gpu = *planned;
-  }
+  if (c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 && c.micro_batch_auto &&
+      c.strata.memory.device_limit)
+    user_fail("config", "train_micro_batch_size_per_gpu is \"auto\" but this program has no "
+              "memory planner to choose it (train_gpt, and programs that give parallel::Training "
+              "a model factory, have one): set it, e.g. --set train_micro_batch_size_per_gpu=8");
   Problems given;
   check_batch_given(c, given, c.micro_batch_auto);
   given.raise_if_any("");

@@ -1,4 +1,5 @@
-// Where a tensor's storage lives: the CPU, or CUDA device i.
+// Where a tensor's storage lives: the CPU, CUDA device i, or nowhere (meta: the memory planner's
+// device — allocations are charged to the ledger but nothing is allocated, and ops do nothing).
 #pragma once
 
 #include <string>
@@ -6,7 +7,7 @@
 
 namespace strata {
 
-enum class DeviceType { cpu, cuda };
+enum class DeviceType { cpu, cuda, meta };
 
 struct Device {
   DeviceType type = DeviceType::cpu;
@@ -14,13 +15,15 @@ struct Device {
 
   static Device cpu() { return {DeviceType::cpu, 0}; }
   static Device cuda(int i = 0) { return {DeviceType::cuda, i}; }
+  // Tensors with a size and no memory: Storage charges the ledger and allocates nothing, ops
+  // check their arguments and compute nothing (parallel/plan runs a real training step on it).
+  static Device meta() { return {DeviceType::meta, 0}; }
   bool is_cpu() const { return type == DeviceType::cpu; }
   bool is_cuda() const { return type == DeviceType::cuda; }
-  std::string str() const;  // "cpu", "cuda:1"
+  bool is_meta() const { return type == DeviceType::meta; }
+  std::string str() const;  // "cpu", "cuda:1", "meta"
   bool operator==(const Device&) const = default;
 };
 
-// Parses "cpu", "cuda", "cuda:3". Throws UserError otherwise.
-Device parse_device(std::string_view s);
 
 }  // namespace strata

@@ -95,6 +95,7 @@ bool Tensor::is_contiguous() const {
 
 void* Tensor::raw() const {
   STRATA_CHECK(storage_, "core", "access to an undefined tensor");
+  if (!storage_->data()) return nullptr;  // meta: no memory behind it
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
 }
 
@@ -169,6 +170,7 @@ Tensor Tensor::to(DType dt, const TensorOptions& o) const {
 void Tensor::copy_from(const Tensor& src) {
   STRATA_CHECK(src.shape_ == shape_, "core", "copy of {} into {}", src.shape_.str(), shape_.str());
   if (numel() == 0) return;
+  if (src.device().is_meta() || device().is_meta()) return;  // no data to move
   const bool sc = src.device().is_cuda(), dc = device().is_cuda();
   if (sc || dc) {
     STRATA_CHECK(src.dtype_ == dtype_ && src.is_contiguous() && is_contiguous(), "core",
@@ -194,6 +196,7 @@ void Tensor::copy_from(const Tensor& src) {
 
 void Tensor::fill(double v) {
   STRATA_CHECK(defined(), "core", "fill of an undefined tensor");
+  if (device().is_meta()) return;
   STRATA_CHECK(device().is_cpu(), "core", "fill on {} is not supported here", device().str());
   const std::size_t es = dtype_size(dtype_);
   alignas(8) unsigned char one[8];
@@ -216,6 +219,7 @@ void Tensor::fill(double v) {
 }
 
 void Tensor::zero() {
+  if (device().is_meta()) return;
   if (is_contiguous() && device().is_cpu()) {
     std::memset(raw(), 0, nbytes());
     return;

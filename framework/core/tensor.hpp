@@ -53,7 +53,7 @@ class Tensor {
   bool is_contiguous() const;
 
   // Address of the first element, on the tensor's device (a backend's kernels take it; host
-  // code must not dereference it unless device().is_cpu()).
+  // code must not dereference it unless device().is_cpu()); nullptr on the meta device.
   void* raw() const;
   // Typed host access: checks the dtype, and throws for a tensor that does not live in host
   // memory (copy it to the cpu device first).
@@ -79,6 +79,7 @@ class Tensor {
   Tensor clone(const TensorOptions& opts) const;
   Tensor to(DType dtype, const TensorOptions& opts) const;  // new contiguous tensor
   // Copies src into this (same shape), converting dtype and moving across devices as needed.
+  // Copies to or from the meta device move nothing; fill and zero of a meta tensor do nothing.
   void copy_from(const Tensor& src);
   void fill(double value);
   void zero();

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::size_t kChunkBytes = 1 << 20;
+constexpr std::size_t kBpeChunkBytes = 1 << 20;
 
 // A file removed when this goes out of scope.
 struct TempFile {
@@ -66,7 +66,7 @@ PrepareResult prepare_corpus_bpe(const PrepareOptions& o) {
     std::ofstream out(ids_file.path, std::ios::binary | std::ios::trunc);
     if (!out) user_fail("data", "cannot create '{}': {}", ids_file.path, std::strerror(errno));
     BpeStreamEncoder enc(tok);
-    std::vector<char> chunk(kChunkBytes);
+    std::vector<char> chunk(kBpeChunkBytes);
     std::vector<std::uint32_t> ids;
     for (const std::string& f : files) {
       std::ifstream in(f, std::ios::binary);

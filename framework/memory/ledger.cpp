@@ -100,6 +100,11 @@ void MemoryLedger::set_advisor(OomAdvisor advisor) {
   advisor_ = std::move(advisor);
 }
 
+OomAdvisor MemoryLedger::advisor() const {
+  std::lock_guard lk(mu_);
+  return advisor_;
+}
+
 std::string MemoryLedger::report() const { return format_memory_report(snapshot()); }
 
 std::string format_memory_report(const MemorySnapshot& s) {

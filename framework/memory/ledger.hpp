@@ -35,10 +35,21 @@ struct OomContext {
   MemorySnapshot snapshot;
 };
 
-// Produces "what to change" lines for an out-of-memory error. The default advisor reasons
-// from categories; the engine installs one that knows the configuration.
-using OomAdvisor = std::function<std::vector<std::string>(const OomContext&)>;
-std::vector<std::string> default_oom_advice(const OomContext& ctx);
+// What an advisor says about an out-of-memory error.
+struct OomAdvice {
+  // What a whole training step needs on the tier, when known (a memory plan's peak, rounded
+  // up): not just the allocation that failed.
+  std::optional<std::uint64_t> step_needs;
+  // Changes that make it fit, each naming exact config keys and values, the first the one to
+  // try first.
+  std::vector<std::string> changes;
+};
+
+// Produces the advice for an out-of-memory error. The default advisor reasons from categories
+// (it knows neither the config nor the step); parallel::Training installs the memory planner's
+// (parallel/plan/oom_advice.hpp), which knows both.
+using OomAdvisor = std::function<OomAdvice(const OomContext&)>;
+OomAdvice default_oom_advice(const OomContext& ctx);
 
 class MemoryLedger {
  public:
@@ -70,6 +81,7 @@ class MemoryLedger {
   void reset_peaks();
 
   void set_advisor(OomAdvisor advisor);
+  OomAdvisor advisor() const;
 
   // Human-readable table tier × category with current and peak, plus caps.
   std::string report() const;

@@ -1,5 +1,6 @@
 // strata::OutOfMemory: thrown when an allocation would exceed a tier's cap; its message says
-// what was asked, what is in use by category, and which configuration changes would fit.
+// what was asked, what is in use by category, what the whole step needs (when a planner knows),
+// and which configuration changes would fit.
 #pragma once
 
 #include <string>
@@ -12,13 +13,16 @@ namespace strata {
 
 class OutOfMemory : public Error {
  public:
-  OutOfMemory(OomContext ctx, std::vector<std::string> advice);
+  OutOfMemory(OomContext ctx, OomAdvice advice);
   const OomContext& context() const { return ctx_; }
-  const std::vector<std::string>& advice() const { return advice_; }
+  // The changes that fit, the first to try first.
+  const std::vector<std::string>& advice() const { return advice_.changes; }
+  // What a whole step needs on the tier, when a planner said.
+  std::optional<std::uint64_t> step_needs() const { return advice_.step_needs; }
 
  private:
   OomContext ctx_;
-  std::vector<std::string> advice_;
+  OomAdvice advice_;
 };
 
 }  // namespace strata

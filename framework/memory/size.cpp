@@ -1,5 +1,6 @@
 #include "framework/memory/size.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -60,6 +61,29 @@ std::string format_bytes(std::uint64_t b) {
     ++u;
   }
   return fmt::format("{:.2f} {}", v, units[u]);
+}
+
+std::string format_bytes_ceil(std::uint64_t b) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (b < 1024) return fmt::format("{} B", b);
+  int u = 0;
+  double unit = 1;
+  while (static_cast<double>(b) / unit >= 1024.0 && u < 5) {
+    unit *= 1024.0;
+    ++u;
+  }
+  // Hundredths of the unit, rounded up; then checked against the exact byte count (and raised a
+  // hundredth while the value read back falls short of it).
+  auto hundredths = static_cast<std::uint64_t>(std::ceil(static_cast<double>(b) / unit * 100.0));
+  while (static_cast<std::uint64_t>(std::llround(static_cast<double>(hundredths) / 100.0 * unit)) < b)
+    ++hundredths;
+  return fmt::format("{}.{:02d} {}", hundredths / 100, static_cast<int>(hundredths % 100), units[u]);
+}
+
+std::string size_arg(std::uint64_t b) {
+  std::string s = format_bytes_ceil(b);
+  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  return s;
 }
 
 }  // namespace strata

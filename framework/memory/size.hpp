@@ -14,5 +14,10 @@ std::uint64_t parse_bytes(std::string_view text);
 
 // "1.50 GiB", "512 B", "3.00 KiB".
 std::string format_bytes(std::uint64_t bytes);
+// As format_bytes, rounded up to the last digit shown: parse_bytes of it (without the space) is
+// at least `bytes`. For limits that must hold what was measured: "82.14 MiB" for 82.131 MiB.
+std::string format_bytes_ceil(std::uint64_t bytes);
+// format_bytes_ceil without the space, as a command-line value: "82.14MiB".
+std::string size_arg(std::uint64_t bytes);
 
 }  // namespace strata

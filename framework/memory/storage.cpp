@@ -19,6 +19,7 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tie
   s->tier_ = tier;
   s->category_ = category;
   s->charge_ = LedgerCharge(ledger, tier, category, bytes);  // throws OutOfMemory first
+  if (device.is_meta()) return s;  // charged, nothing allocated: data() is nullptr
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kStorageAlignment - 1) /
                               kStorageAlignment * kStorageAlignment;
   // Large host blocks come from (and go back to) the host block cache, so the same buffers each
@@ -35,7 +36,8 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tie
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t bytes, Device device,
-                                       std::function<void(void*)> deleter) {
+                                       std::function<void(void*)> deleter,
+                                       MemoryLedger* owner_ledger) {
   std::shared_ptr<Storage> s(new Storage());
   s->data_ = data;
   s->bytes_ = bytes;
@@ -43,6 +45,7 @@ std::shared_ptr<Storage> Storage::wrap(void* data, std::size_t bytes, Device dev
   s->tier_ = Tier::host;
   s->category_ = Category::other;
   s->deleter_ = std::move(deleter);
+  s->owner_ledger_ = owner_ledger;
   return s;
 }
 

@@ -18,13 +18,16 @@ class Storage {
   // Allocates bytes on device, charged to ledger under (tier, category), from the device's
   // allocator (or the host allocator, pinned when asked and possible, for the host tier).
   // Throws OutOfMemory when the tier's cap would be passed.
+  // On the meta device only the charge is made (data() is nullptr).
   static std::shared_ptr<Storage> allocate(std::size_t bytes, Device device, Tier tier,
                                            Category category,
                                            MemoryLedger& ledger = MemoryLedger::global(),
                                            bool pinned = false);
-  // Wraps memory someone else owns (e.g. an mmap); deleter runs on destruction. Not charged.
+  // Wraps memory someone else owns (e.g. an mmap); deleter runs on destruction. Not charged;
+  // `owner_ledger` is the ledger the owner charges the memory to, if any (see ledger()).
   static std::shared_ptr<Storage> wrap(void* data, std::size_t bytes, Device device,
-                                       std::function<void(void*)> deleter = {});
+                                       std::function<void(void*)> deleter = {},
+                                       MemoryLedger* owner_ledger = nullptr);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -34,13 +37,15 @@ class Storage {
   Device device() const { return device_; }
   Tier tier() const { return tier_; }
   Category category() const { return category_; }
-  // The ledger this storage is charged to (nullptr for wrapped memory).
-  MemoryLedger* ledger() const { return charge_.ledger(); }
+  // The ledger this storage is charged to, or for wrapped memory its owner's (nullptr when not
+  // known): where memory derived from it (an op's workspace) is charged.
+  MemoryLedger* ledger() const { return charge_.ledger() ? charge_.ledger() : owner_ledger_; }
 
  private:
   Storage() = default;
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
+  MemoryLedger* owner_ledger_ = nullptr;
   Device device_;
   Tier tier_ = Tier::device;
   Category category_ = Category::other;

@@ -26,11 +26,5 @@ std::string_view category_name(Category c) {
   return "?";
 }
 
-Tier parse_tier(std::string_view s) {
-  if (s == "device") return Tier::device;
-  if (s == "host" || s == "cpu") return Tier::host;
-  if (s == "nvme") return Tier::nvme;
-  user_fail("memory", "unknown memory tier '{}' (expected device, host or nvme)", s);
-}
 
 }  // namespace strata

@@ -16,6 +16,5 @@ inline constexpr std::size_t kNumCategories = 7;
 
 std::string_view tier_name(Tier t);          // "device", "host", "nvme"
 std::string_view category_name(Category c);  // "params", ..., "comm buffers", ...
-Tier parse_tier(std::string_view s);         // throws UserError
 
 }  // namespace strata

@@ -6,6 +6,18 @@ Batch::Batch(const std::vector<BatchField>& fields, const TensorOptions& opts) :
   for (const auto& f : fields) tensors_.push_back(Tensor::zeros(f.shape, f.dtype, opts));
 }
 
+Batch Batch::rows(std::int64_t begin, std::int64_t end) const {
+  Batch b;
+  b.fields_ = fields_;
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    STRATA_CHECK(tensors_[i].rank() >= 1, "nn", "batch field '{}' has no sample dimension",
+                 fields_[i].name);
+    b.tensors_.push_back(tensors_[i].slice(0, begin, end));
+    b.fields_[i].shape = b.tensors_.back().shape();
+  }
+  return b;
+}
+
 const Tensor& Batch::operator[](std::string_view name) const {
   for (std::size_t i = 0; i < fields_.size(); ++i)
     if (fields_[i].name == name) return tensors_[i];

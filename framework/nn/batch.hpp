@@ -26,6 +26,9 @@ class Batch {
   const Tensor& operator[](std::string_view name) const;
   const std::vector<BatchField>& fields() const { return fields_; }
   const std::vector<Tensor>& tensors() const { return tensors_; }
+  // Samples [begin, end) of every field (views along dim 0, the sample dimension): a smaller
+  // micro-batch inside this one.
+  Batch rows(std::int64_t begin, std::int64_t end) const;
 
   static TensorOptions host_options() {
     return TensorOptions{Device::cpu(), Tier::host, Category::other, nullptr};

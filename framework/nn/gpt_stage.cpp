@@ -96,7 +96,6 @@ Shape GptStage::input_shape(const Batch& batch) const {
 namespace {
 
 // A copy kept for backward (the caller's batch buffers are refilled for the next micro-batch).
-Tensor saved_copy(const Context& ctx, const Tensor& t) { return t.clone(ctx.activations); }
 
 }  // namespace
 
@@ -126,7 +125,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
     ops::embedding_forward(tokens, value_of(*gpt_.wte_), value_of(*gpt_.wpe_), x);
     if (wpe_unit_ != wte_unit_) ctx.after_forward(wpe_unit_);
     ctx.after_forward(wte_unit_);
-    if (ctx.grad_enabled) keep[0] = saved_copy(ctx, tokens);
+    if (ctx.grad_enabled) keep[0] = tokens.clone(ctx.activations);
   } else {
     STRATA_CHECK(input.defined() && input.shape() == input_shape(batch) &&
                      input.dtype() == ctx.act_dtype,
@@ -165,7 +164,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
   const std::int32_t* t = tgt.data<std::int32_t>();
   for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
   if (ctx.grad_enabled) {
-    keep[1] = saved_copy(ctx, tgt);
+    keep[1] = tgt.clone(ctx.activations);
     keep[2] = std::move(xf);
     keep[3] = std::move(logits);
     keep[4] = std::move(lse);

@@ -150,7 +150,8 @@ void ParamStore::initialize(std::uint64_t seed) {
     const std::int64_t lo = opts_.shard_values ? l.lo : 0;
     const std::int64_t hi = opts_.shard_values ? l.hi : l.padded;
     Tensor dst = opts_.shard_values ? acquire_value_shard(u) : values_[u];
-    for (std::size_t i = 0; i < l.params.size(); ++i) {
+    // A plan (meta device) has sizes but no values to write.
+    for (std::size_t i = 0; i < l.params.size() && !dst.device().is_meta(); ++i) {
       const std::int64_t a = std::max(lo, l.offsets[i]);
       const std::int64_t b = std::min(hi, l.offsets[i] + l.params[i]->shape.numel());
       if (a >= b) continue;

@@ -21,6 +21,7 @@ double vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tenso
   ops::row_sum_exp(logits, max, sum_exp);
   ops::target_logit(logits, targets, vocab_start, target);
   comm.all_reduce_sum(sums);
+  if (logits.device().is_meta()) return 0.0;  // the memory planner's step: nothing to compute
   // Host arithmetic over N values (the CPU backend's tensors; a device backend reads them back).
   const float* m = max.data<float>();
   const float* s = sum_exp.data<float>();

@@ -191,7 +191,10 @@ StepResult Trainer::step() {
   const std::int64_t k = updates_ + 1;
   r.lr = schedule_->lr_for_update(k);
   states_->begin_step();
-  if (opts_.optimizer == OptimizerKind::adafactor) {
+  if (store_.options().memory.device.is_meta() &&
+      (opts_.optimizer == OptimizerKind::adafactor || opts_.optimizer == OptimizerKind::adamw8bit)) {
+    step_on_meta();
+  } else if (opts_.optimizer == OptimizerKind::adafactor) {
     const double rho = adafactor_->run(store_, *states_, red_, k, r.lr, grad_scale);
     if (opts_.adafactor.relative_step) r.lr = rho;
   } else if (opts_.optimizer == OptimizerKind::lamb) {
@@ -208,6 +211,25 @@ StepResult Trainer::step() {
   store_.zero_grads();
   ++updates_;
   return r;
+}
+
+// The memory planner's step (the meta device) for the optimizers whose kernels work on host
+// pointers (AdamW8bit, Adafactor): nothing is computed, but every unit's state, parameter slice
+// and gradient slice is acquired and released as a real step does, with the f32 copy of a 16-bit
+// gradient the kernels read, so the memory charged and the offload traffic are the same.
+void Trainer::step_on_meta() {
+  store_.expect_value_shards_in_order();
+  store_.expect_grad_shards_in_order();
+  for (std::size_t u = 0; u < store_.num_units(); ++u) {
+    states_->acquire(u);
+    const nn::ValueShardScope held(store_, u, /*dirty=*/true);
+    const nn::GradShardScope grad(store_, u, /*dirty=*/false);
+    const Tensor& g = grad.get();
+    if (g.dtype() != DType::f32)
+      Tensor::empty(Shape{static_cast<std::int64_t>(owned_numel(store_.layout(u)))}, DType::f32,
+                    store_.options().memory.with(Category::workspace));
+    states_->release(u, true);
+  }
 }
 
 // AdamW, AdamW8bit and SGD: element-wise updates of each unit's owned slice.

@@ -116,6 +116,7 @@ class Trainer {
   bool grads_overflow() const;
   void step_elementwise(std::int64_t k, double lr, float grad_scale);
   void step_onebit_frozen(double lr, float grad_scale);
+  void step_on_meta();
 
   nn::ParamStore& store_;
   TrainerOptions opts_;

@@ -6,6 +6,7 @@
 #include "framework/core/error.hpp"
 #include "parallel/comm/group_state.hpp"
 #include "parallel/comm/transports.hpp"
+#include "parallel/comm/overlap.hpp"
 
 namespace strata::parallel {
 
@@ -26,10 +27,6 @@ Span span_of(const Tensor& t, const char* what) {
   return Span{t.raw(), static_cast<std::size_t>(t.numel()), t.dtype(), t.device(), t.tier()};
 }
 
-bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
-  auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return an > 0 && bn > 0 && pa < pb + bn && pb < pa + an;
-}
 
 void check_pair(const char* what, ConstSpan in, Span out) {
   STRATA_CHECK(in.dtype == out.dtype, "comm", "{}: input is {} but output is {}", what,

@@ -40,6 +40,8 @@ class CheckpointPolicy {
   void load_weights(const std::string& step_dir) { ckpt_.load(step_dir, true); }
   // Recorded in the `extra` state of every checkpoint this run saves.
   void set_extra(checkpoint::json extra) { extra_ = std::move(extra); }
+  // Adds (or replaces) one key of it.
+  void put_extra(const std::string& key, checkpoint::json value) { extra_[key] = std::move(value); }
   // Collective. Saves `step` (in the background with strata.checkpoint.async).
   void save(std::int64_t step);
   std::optional<std::int64_t> last_saved() const { return last_saved_; }

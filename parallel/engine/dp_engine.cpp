@@ -1,6 +1,9 @@
 #include "parallel/engine/dp_engine.hpp"
 
+#include <array>
 #include <chrono>
+
+#include "framework/memory/out_of_memory.hpp"
 
 namespace strata::parallel {
 
@@ -20,6 +23,17 @@ std::vector<nn::UnitUse> unit_uses(const nn::Model& model, const PipelineSetup& 
                                                                 pipe.stage->index(),
                                                                 opts.accumulation));
 }
+
+std::string first_line(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    const std::string w = x.what();
+    return w.substr(0, w.find('\n'));
+  } catch (...) {
+    return "unknown error";
+  }
+}
 }  // namespace
 
 DataParallelEngine::DataParallelEngine(Group dp, nn::Model& model, nn::ParamStore& store,
@@ -31,14 +45,19 @@ DataParallelEngine::DataParallelEngine(Group dp, nn::Model& model, nn::ParamStor
       trainer_(trainer),
       opts_(opts),
       hooks_(store, dp_, opts.zero, unit_uses(model, pipeline, opts)),
-      ctx_(ctx) {
+      ctx_(ctx),
+      micro_(opts.micro_batch) {
   STRATA_CHECK(opts.micro_batch >= 1 && opts.accumulation >= 1, "engine",
                "micro batch {} and accumulation {} must both be >= 1", opts.micro_batch,
                opts.accumulation);
   if (pipeline.stage)
     pipe_ = std::make_unique<PipelineExecutor>(std::move(pipeline), store, hooks_, opts.accumulation);
   ctx_.hooks = &hooks_;
-  batch_ = nn::Batch(model.batch_fields(opts.micro_batch));
+  // Host memory of the job's ledger: the data's micro-batch is part of what a rank holds.
+  batch_ = nn::Batch(model.batch_fields(opts.micro_batch),
+                     TensorOptions{Device::cpu(), Tier::host, Category::other,
+                                   ctx_.activations.ledger});
+  if (opts.recover_oom) oom_ = dp_.split(0, dp_.rank(), dp_.name() + ".oom");
 }
 
 DataParallelEngine::~DataParallelEngine() = default;
@@ -72,7 +91,30 @@ double DataParallelEngine::io_wait_seconds() const {
   return s;
 }
 
-EngineStep DataParallelEngine::train_step(const NextBatch& next_batch) {
+std::optional<MicroBatchChange> DataParallelEngine::set_micro_batch(int m, std::string why) {
+  STRATA_CHECK(m >= 1 && opts_.micro_batch % m == 0, "engine",
+               "micro-batch {} does not divide the data's micro-batch {}", m, opts_.micro_batch);
+  if (m == micro_) return std::nullopt;
+  std::vector<nn::Batch> parts;
+  if (m != opts_.micro_batch) {
+    const auto want = model_.batch_fields(m);
+    for (int p = 0; p < opts_.micro_batch / m; ++p) {
+      parts.push_back(batch_.rows(static_cast<std::int64_t>(p) * m, static_cast<std::int64_t>(p + 1) * m));
+      for (std::size_t f = 0; f < want.size(); ++f)
+        STRATA_CHECK(f < parts.back().fields().size() && parts.back().fields()[f].shape == want[f].shape,
+                     "engine", "the model's batch field '{}' for micro-batch {} is not the first {} "
+                     "samples of its micro-batch {}: the micro-batch cannot be split",
+                     want[f].name, m, m, opts_.micro_batch);
+    }
+  }
+  MicroBatchChange c{micro_, m, 0, std::move(why)};
+  parts_ = std::move(parts);
+  micro_ = m;
+  c.accumulation = accumulation();
+  return c;
+}
+
+EngineStep DataParallelEngine::run_step(const NextBatch& next_batch, bool& recoverable) {
   EngineStep out;
   StepTimes& t = out.times;
   const auto step0 = Clock::now();
@@ -89,9 +131,9 @@ EngineStep DataParallelEngine::train_step(const NextBatch& next_batch) {
   };
   double sum = 0;
   ctx_.saved->clear();  // nothing left from a step that failed half-way
-  const float scale = trainer_.loss_scale() / static_cast<float>(opts_.accumulation);
   hooks_.set_reduce_gradients(!trainer_.local_gradients_next());  // 1-bit Adam's compressed phase
-  if (pipe_) {
+  if (pipe_) {  // out-of-memory recovery is refused with a pipeline (Training checks)
+    const float scale = trainer_.loss_scale() / static_cast<float>(opts_.accumulation);
     const double pw0 = pipe_->wait_seconds();
     sum = pipe_->run(next_batch, batch_, ctx_, scale,
                      [&](bool backward, const std::function<void()>& pass) {
@@ -100,24 +142,93 @@ EngineStep DataParallelEngine::train_step(const NextBatch& next_batch) {
     phase(t.backward, [&] { hooks_.finish_gradients(); });
     phase(t.backward, [&] { pipe_->reduce_tied_grads(); });
     t.pipeline_wait = pipe_->wait_seconds() - pw0;
+    phase(t.optimizer, [&] { out.result = trainer_.step(); });
+    phase(t.optimizer, [&] { hooks_.after_step(); });
+    out.local_loss = pipe_->from_last_stage(sum) / opts_.accumulation;
   } else {
-    for (int m = 0; m < opts_.accumulation; ++m) {
-      hooks_.set_sync(m == opts_.accumulation - 1);
+    const int pieces = opts_.micro_batch / micro_, n = opts_.accumulation * pieces;
+    recoverable = true;
+    for (int d = 0; d < opts_.accumulation; ++d) {
       next_batch(batch_);
-      phase(t.forward, [&] { sum += model_.forward(ctx_, batch_); });
-      phase(t.backward, [&] {
-        model_.backward(ctx_, scale);
-        hooks_.end_backward();
-      });
+      for (int p = 0; p < pieces; ++p) {
+        hooks_.set_sync(d * pieces + p == n - 1);
+        const nn::Batch& b = pieces == 1 ? batch_ : parts_[static_cast<std::size_t>(p)];
+        phase(t.forward, [&] { sum += model_.forward(ctx_, b); });
+        phase(t.backward, [&] {
+          model_.backward(ctx_, trainer_.loss_scale() / static_cast<float>(n));
+          hooks_.end_backward();
+        });
+      }
     }
+    recoverable = false;
+    if (opts_.recover_oom) agree_out_of_memory(false, nullptr);
     phase(t.backward, [&] { hooks_.finish_gradients(); });
+    phase(t.optimizer, [&] { out.result = trainer_.step(); });
+    phase(t.optimizer, [&] { hooks_.after_step(); });
+    out.local_loss = sum / n;
   }
-  phase(t.optimizer, [&] { out.result = trainer_.step(); });
-  phase(t.optimizer, [&] { hooks_.after_step(); });
-  out.local_loss = (pipe_ ? pipe_->from_last_stage(sum) : sum) / opts_.accumulation;
   out.loss = mean_over_dp(out.local_loss);
   t.total = since(step0);
   return out;
+}
+
+bool DataParallelEngine::agree_out_of_memory(bool mine, const std::exception_ptr& error) const {
+  std::array<std::int32_t, 2> v{mine ? 1 : 0, mine ? -1 : 0};  // max of flags, -(min of flags)
+  try {
+    v = oom_.all_reduce_values(v, ReduceOp::max);
+  } catch (const Error& e) {
+    if (!mine) throw;
+    fail("engine", "{}; out-of-memory recovery needs every rank to run out at the same point, but "
+         "the other ranks did not come to agree on it: {}", first_line(error), e.what());
+  }
+  const bool any = v[0] > 0, all = v[1] < 0;
+  if (any && !all)
+    fail("engine", "rank {} of {} {} out of memory in this step's forward/backward, but not every "
+         "rank did: the ranks' memory differs, so they cannot split the micro-batch together; "
+         "give every rank the same caps (or set strata.memory.on_oom to \"fail\")",
+         dp_.rank(), dp_.describe(), mine ? "ran" : "did not run; another rank ran");
+  return all;
+}
+
+EngineStep DataParallelEngine::train_step(const NextBatch& next_batch) {
+  bool recoverable = false;
+  try {
+    return run_step(next_batch, recoverable);
+  } catch (const OutOfMemory& e) {
+    if (!opts_.recover_oom || !recoverable) throw;
+    throw UserError("engine", fmt::format(
+        "{} — strata.memory.on_oom is \"recover\" but this program feeds micro-batches without a "
+        "resumable data source, so the step cannot be redone (train with Training::step(nn::"
+        "BatchSource&)); set strata.memory.on_oom to \"fail\" to get the error alone",
+        std::string(e.what()).substr(0, std::string(e.what()).find('\n'))));
+  }
+}
+
+EngineStep DataParallelEngine::train_step(nn::BatchSource& data) {
+  const data::SamplerState start = data.state();
+  std::vector<MicroBatchChange> changes;
+  for (;;) {
+    bool recoverable = false;
+    std::exception_ptr error;
+    try {
+      EngineStep s = run_step([&](nn::Batch& b) { data.next(b); }, recoverable);
+      s.micro_batch_changes = std::move(changes);
+      return s;
+    } catch (const OutOfMemory&) {
+      if (!opts_.recover_oom || !recoverable) throw;
+      error = std::current_exception();
+    }
+    // Unwound to here: the step's activations are gone with its stack; drop what forward saved
+    // and what the ZeRO hooks hold, then agree with the other ranks before trying again.
+    ctx_.saved->clear();
+    hooks_.abort_step();
+    agree_out_of_memory(true, error);
+    if (micro_ == 1) std::rethrow_exception(error);  // nothing left to split
+    int m = micro_ / 2;
+    while (m > 1 && opts_.micro_batch % m != 0) --m;  // the largest divisor at most half
+    changes.push_back(*set_micro_batch(m, first_line(error)));
+    data.set_state(start);
+  }
 }
 
 double DataParallelEngine::mean_over_dp(double v) const {

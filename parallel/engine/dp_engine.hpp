@@ -6,9 +6,14 @@
 // one stage of the model: the micro-batches are the pipeline's, run by a PipelineExecutor under
 // the 1F1B schedule (whose order of unit uses the hooks then follow), the tied units' gradients
 // are summed across stages before the update, and the loss comes from the last stage.
+// With recover_oom an out-of-memory error in a step's forward/backward releases the step, splits
+// the micro-batch, and redoes the step (below; not with a pipeline).
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "framework/nn/model.hpp"
 #include "framework/train/trainer.hpp"
@@ -19,9 +24,22 @@
 namespace strata::parallel {
 
 struct EngineOptions {
-  int micro_batch = 1;
-  int accumulation = 1;
+  int micro_batch = 1;   // samples per micro-batch the data fills (train_micro_batch_size_per_gpu)
+  int accumulation = 1;  // micro-batches per step
   ZeroOptions zero;
+  // strata.memory.on_oom = "recover": an OutOfMemory in forward/backward unwinds the step (ZeRO
+  // hooks aborted, saved activations dropped, data rewound, nothing applied), every rank agrees,
+  // and the step is redone with the data's micro-batches split in two (compute micro-batch halved,
+  // accumulation doubled: the same samples, the same global batch) — down to micro-batch 1.
+  bool recover_oom = false;
+};
+
+// The micro-batch the engine computes changed: out-of-memory recovery, or a resumed run that had
+// recovered.
+struct MicroBatchChange {
+  int from = 0, to = 0;  // compute micro-batch
+  int accumulation = 0;  // micro-batches per step now (same samples per step)
+  std::string why;       // the out-of-memory error's first line, or "resumed"
 };
 
 // Cross-rank sums and "any" for a Trainer whose store is sharded over dp (ZeRO stage >= 1).
@@ -32,6 +50,7 @@ struct EngineStep {
   double local_loss = 0;  // this rank's mean over its micro-batches
   train::StepResult result;
   StepTimes times;
+  std::vector<MicroBatchChange> micro_batch_changes;  // made during this step
 };
 
 class DataParallelEngine {
@@ -45,7 +64,18 @@ class DataParallelEngine {
                      const EngineOptions& opts, nn::Context ctx = {}, PipelineSetup pipeline = {});
   ~DataParallelEngine();
 
+  // One step. Out-of-memory recovery needs the overload with a data source (it rewinds the data
+  // to the step's start); with a NextBatch an out-of-memory error under recover_oom says so.
   EngineStep train_step(const NextBatch& next_batch);
+  EngineStep train_step(nn::BatchSource& data);
+  // The micro-batch forward/backward computes: options().micro_batch, or a divisor of it after
+  // recovery (each data micro-batch is then computed in options().micro_batch / micro_batch()
+  // pieces), and the micro-batches per step that go with it.
+  int micro_batch() const { return micro_; }
+  int accumulation() const { return opts_.accumulation * (opts_.micro_batch / micro_); }
+  // Computes micro-batches of m samples from now on (m divides options().micro_batch; a resumed
+  // run that had recovered). Returns the change, if any.
+  std::optional<MicroBatchChange> set_micro_batch(int m, std::string why);
   const Group& dp() const { return dp_; }
   const ZeroHooks& zero() const { return hooks_; }
   nn::Model& model() { return model_; }
@@ -56,6 +86,9 @@ class DataParallelEngine {
   // Forward only of one micro-batch laid out as model().batch_fields: its mean loss (with a
   // pipeline: through every stage, the loss on every rank).
   double eval_loss(const nn::Batch& batch);
+  // The engine's buffer for one data micro-batch (options().micro_batch samples), free between
+  // steps: an evaluation fills it rather than holding a second micro-batch in host memory.
+  nn::Batch& batch_buffer() { return batch_; }
   // Mean of a value over dp ranks (e.g. a validation loss), max for peaks.
   double mean_over_dp(double v) const;
   double max_over_dp(double v) const;
@@ -66,6 +99,10 @@ class DataParallelEngine {
 
  private:
   double io_wait_seconds() const;
+  // The step's body; `recoverable` is cleared once forward/backward of every micro-batch is done.
+  EngineStep run_step(const NextBatch& next_batch, bool& recoverable);
+  // Every rank says whether its forward/backward ran out of memory; true when all did.
+  bool agree_out_of_memory(bool mine, const std::exception_ptr& error) const;
 
   Group dp_;
   nn::Model& model_;
@@ -75,7 +112,10 @@ class DataParallelEngine {
   ZeroHooks hooks_;
   std::unique_ptr<PipelineExecutor> pipe_;
   nn::Context ctx_;
-  nn::Batch batch_;
+  nn::Batch batch_;             // the data's micro-batch (options().micro_batch samples)
+  std::vector<nn::Batch> parts_;  // its pieces of micro_ samples when micro_ is smaller
+  int micro_;
+  Group oom_;  // recover_oom: a group of dp's ranks for the agreement, apart from training's
 };
 
 }  // namespace strata::parallel

@@ -5,6 +5,8 @@
 #include "offload/value_shard_store.hpp"
 #include "parallel/comm/compressed_allreduce.hpp"
 #include "parallel/engine/tp_comm.hpp"
+#include "parallel/plan/auto_micro_batch.hpp"
+#include "parallel/plan/oom_advice.hpp"
 
 namespace strata::parallel {
 
@@ -43,6 +45,11 @@ Grid make_grid(const config::Config& cfg, const Group& world) {
       user_fail("engine", "optimizer.type OneBitAdam with tensor or pipeline parallelism (sizes "
                 "{} and {}) is not implemented: set both to 1", g.tp_size(), g.pp_size());
   }
+  if (cfg.strata.memory.on_oom == config::OnOom::recover && (g.tp_size() > 1 || g.pp_size() > 1))
+    user_fail("engine", "strata.memory.on_oom \"recover\" with strata.tensor_parallel_size {} and "
+              "strata.pipeline_parallel_size {} is not implemented (the ranks of a tensor- or "
+              "pipeline-parallel group would have to split their micro-batch together); set "
+              "strata.memory.on_oom to \"fail\", or both sizes to 1", g.tp_size(), g.pp_size());
   return g;
 }
 
@@ -93,6 +100,7 @@ EngineOptions engine_options(const config::Config& cfg) {
   eo.zero.max_reuse_distance = z.stage3_max_reuse_distance;
   eo.zero.prescale = cfg.prescale_gradients;
   eo.zero.predivide = cfg.gradient_predivide_factor;
+  eo.recover_oom = cfg.strata.memory.on_oom == config::OnOom::recover;
   return eo;
 }
 
@@ -102,15 +110,26 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
       ledger_(extras.ledger ? *extras.ledger : MemoryLedger::global()),
       grid_(make_grid(cfg_, world)) {
   check_tensor_shard(model, grid_);
-  // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.
-  const Device device = train::compute_device(cfg_);
-  STRATA_CHECK(device.is_cpu(), "engine", "device {} is not supported by the assembly yet", device.str());
+  const bool planning = extras.device.is_meta();
+  if (!planning) {
+    // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.
+    // (A plan runs on the meta device whatever the config's device: it may be for another machine.)
+    const Device device = train::compute_device(cfg_);
+    STRATA_CHECK(device.is_cpu(), "engine", "device {} is not supported by the assembly yet", device.str());
+  }
+  if (extras.model_factory) plan::resolve_auto_micro_batch(cfg_, world.size(), extras.model_factory);
   config::resolve_batch(cfg_, grid_.dp_size());
   const int stage = cfg_.zero_optimization.stage;
-  offload::validate(cfg_, stage);  // clear errors before any allocation
+  offload::validate(cfg_, stage, !planning);  // clear errors before any allocation
+  if (extras.model_factory && !planning) {
+    // Out-of-memory errors explain themselves with the memory planner from here on.
+    advisor_restore_.previous = ledger_.advisor();
+    ledger_.set_advisor(plan::planned_oom_advisor(cfg_, world.size(), extras.model_factory));
+    advisor_restore_.ledger = &ledger_;
+  }
   const Group& dp = grid_.dp();
   const DType pd = train::param_dtype(train::precision_of(cfg_));
-  const TensorOptions memory{Device::cpu(), Tier::device, Category::other, &ledger_};
+  const TensorOptions memory{extras.device, Tier::device, Category::other, &ledger_};
   const train::TrainerOptions topts = train::trainer_options(cfg_);
   // AdamW8bit: every owned slice whole quantization blocks.
   const int pad = train::state_pad_multiple(topts, stage == 0 ? 1 : dp.size());
@@ -149,6 +168,8 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
 
   model.set_checkpointing(cfg_.strata.activation_checkpointing);
   nn::Context ctx;
+  ctx.activations.device = extras.device;
+  ctx.workspace.device = extras.device;
   ctx.activations.ledger = &ledger_;
   ctx.workspace.ledger = &ledger_;
   ctx.act_dtype = train::activation_dtype(cfg_);  // 16-bit with mixed precision by default
@@ -176,6 +197,27 @@ OptimizerStateBytes optimizer_bytes(const nn::ParamStore& store, const train::Tr
                                trainer.error_ranks());
 }
 }  // namespace
+
+EngineStep Training::step(nn::BatchSource& data) {
+  std::vector<MicroBatchChange> resumed;
+  if (!resumed_micro_batch_applied_) {
+    // A resumed run that had recovered from running out of memory keeps its micro-batch.
+    resumed_micro_batch_applied_ = true;
+    const auto& extra = checkpoints_->resumed_extra();
+    if (extra.contains("micro_batch") && extra["micro_batch"].is_number_integer()) {
+      const int m = extra["micro_batch"].get<int>();
+      if (m >= 1 && engine_->options().micro_batch % m == 0) {
+        if (auto c = engine_->set_micro_batch(m, "resumed from a checkpoint of a run that had recovered from running out of memory"))
+          resumed.push_back(*c);
+      }
+    }
+  }
+  EngineStep s = engine_->train_step(data);
+  s.micro_batch_changes.insert(s.micro_batch_changes.begin(), resumed.begin(), resumed.end());
+  if (!s.micro_batch_changes.empty())
+    checkpoints_->put_extra("micro_batch", engine_->micro_batch());
+  return s;
+}
 
 ModelStateBytes Training::predicted_model_states() const {
   double psi = 0;

@@ -6,7 +6,8 @@
 // rank holds and runs its pipeline stage of the model (nn::Model::stage); with
 // tensor_parallel_size > 1 the model is built as this rank's part (tensor_shard) and its layers
 // communicate over the grid's tp group (Context::tp); ZeRO shards each part over dp. train_gpt, examples/mlp,
-// the tests and the benchmarks all build their jobs with it.
+// the tests and the benchmarks all build their jobs with it, and the memory planner
+// (parallel/plan) builds the same job on the meta device to count its memory.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,7 @@
 #include "parallel/engine/checkpoint_policy.hpp"
 #include "parallel/engine/dp_engine.hpp"
 #include "parallel/grid/grid.hpp"
+#include "parallel/plan/planner.hpp"
 #include "parallel/zero/zero_memory.hpp"
 
 namespace strata::parallel {
@@ -27,6 +29,14 @@ struct TrainingExtras {
   // Where ZeRO-3 parameter slices live instead of the store offload_param configures (tests
   // inject failing stores here); stage 3 only.
   std::shared_ptr<nn::ValueShardStore> value_store;
+  // Where the device tier's tensors live: the cpu, or Device::meta() for a plan (parallel/plan):
+  // the same assembly and steps, every byte charged to the ledger and none allocated, no disk
+  // touched, the offload paths not checked on this machine.
+  Device device = Device::cpu();
+  // Builds another instance of the model from a config. With it, an out-of-memory error gets the
+  // memory planner's advice (the whole step's need, changes that are predicted to fit), and an
+  // "auto" train_micro_batch_size_per_gpu is planned; without it, default advice and no "auto".
+  plan::ModelFactory model_factory;
 
   static TrainingExtras on(MemoryLedger* l) {
     TrainingExtras e;
@@ -68,11 +78,11 @@ class Training {
   MemoryLedger& ledger() const { return ledger_; }
   int zero_stage() const { return cfg_.zero_optimization.stage; }
 
-  // One optimizer step over the configured accumulation of micro-batches.
+  // One optimizer step over the configured accumulation of micro-batches. With a data source,
+  // strata.memory.on_oom = "recover" can redo the step with smaller micro-batches; the micro-batch
+  // in force is kept in checkpoints, and the first step of a resumed run takes it back.
   EngineStep step(const DataParallelEngine::NextBatch& next) { return engine_->train_step(next); }
-  EngineStep step(nn::BatchSource& data) {
-    return engine_->train_step([&](nn::Batch& b) { data.next(b); });
-  }
+  EngineStep step(nn::BatchSource& data);
 
   // The model-state bytes per rank the ZeRO formula predicts for this config (without offload).
   ModelStateBytes predicted_model_states() const;
@@ -92,6 +102,16 @@ class Training {
   std::unique_ptr<train::Trainer> trainer_;
   std::unique_ptr<DataParallelEngine> engine_;
   std::unique_ptr<CheckpointPolicy> checkpoints_;
+  bool resumed_micro_batch_applied_ = false;
+  // Puts the ledger's previous advisor back (declared last: restored first, also when the
+  // constructor throws after installing the planner's).
+  struct AdvisorRestore {
+    MemoryLedger* ledger = nullptr;
+    OomAdvisor previous;
+    ~AdvisorRestore() {
+      if (ledger) ledger->set_advisor(std::move(previous));
+    }
+  } advisor_restore_;
 };
 
 }  // namespace strata::parallel

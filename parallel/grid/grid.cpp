@@ -1,6 +1,7 @@
 #include "parallel/grid/grid.hpp"
 
 #include "framework/core/error.hpp"
+#include "parallel/comm/planning.hpp"
 
 namespace strata::parallel {
 
@@ -14,6 +15,12 @@ Grid::Grid(const Group& world, int tp, int pp) : world_(world), tp_size_(tp), pp
               n, tp, pp, tp * pp, tp * pp);
   dp_size_ = n / (tp * pp);
   const GridCoords c = coords_of(world.rank());
+  if (is_planning(world)) {  // a plan: the axis groups of this rank, on paper (comm/planning.hpp)
+    dp_ = planning_world(dp_size_, c.dp, "dp");
+    tp_ = planning_world(tp_size_, c.tp, "tp");
+    pp_ = planning_world(pp_size_, c.pp, "pp");
+    return;
+  }
   dp_ = world.split(c.pp * tp_size_ + c.tp, c.dp, "dp");
   tp_ = world.split(c.pp * dp_size_ + c.dp, c.tp, "tp");
   pp_ = world.split(c.dp * tp_size_ + c.tp, c.pp, "pp");
@@ -25,10 +32,6 @@ GridCoords Grid::coords_of(int rank) const {
   c.dp = (rank / tp_size_) % dp_size_;
   c.pp = rank / (tp_size_ * dp_size_);
   return c;
-}
-
-int Grid::rank_of(const GridCoords& c) const {
-  return c.pp * dp_size_ * tp_size_ + c.dp * tp_size_ + c.tp;
 }
 
 }  // namespace strata::parallel

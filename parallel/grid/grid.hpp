@@ -13,7 +13,7 @@ struct GridCoords {
 class Grid {
  public:
   // Splits `world` into tp × dp × pp. Throws UserError when world.size() is not a multiple of
-  // tp × pp, naming the numbers.
+  // tp × pp, naming the numbers. A planning world (comm/planning.hpp) gets planning axis groups.
   Grid(const Group& world, int tensor_parallel, int pipeline_parallel);
 
   const Group& world() const { return world_; }
@@ -25,9 +25,8 @@ class Grid {
   int pp_size() const { return pp_size_; }
   GridCoords coords() const { return coords_of(world_.rank()); }
 
-  // Rank ↔ coordinates: rank = pp * (dp_size * tp_size) + dp * tp_size + tp.
+  // A rank's coordinates: rank = pp * (dp_size * tp_size) + dp * tp_size + tp.
   GridCoords coords_of(int rank) const;
-  int rank_of(const GridCoords& c) const;
 
  private:
   Group world_, dp_, tp_, pp_;

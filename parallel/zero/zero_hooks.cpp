@@ -282,6 +282,39 @@ void ZeroHooks::restore_stashed(std::size_t u, Tensor& full) {
   stashed_[u] = false;
 }
 
+// ---- aborting a step ----
+
+void ZeroHooks::abort_step() {
+  std::exception_ptr first;
+  auto quietly = [&](auto&& f) {
+    try {
+      f();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  };
+  for (auto& w : allreduce_inflight_) quietly([&] { wait(w); });
+  allreduce_inflight_.clear();
+  for (auto& p : pending_) quietly([&] { wait(p.work); });
+  pending_.clear();
+  for (std::size_t u = 0; u < gathered_.size(); ++u) {
+    if (!gathered_[u].full.defined()) continue;
+    quietly([&] { finish_gather(gathered_[u], u); });
+    if (store_.values_bound(u)) store_.unbind_values(u);
+    gathered_[u] = Gathered{};
+  }
+  live_elements_ = 0;
+  if (opts_.stage >= 2 || store_.grads_transient())
+    for (std::size_t u = 0; u < store_.num_units(); ++u)
+      if (store_.grads(u).defined()) store_.unbind_grads(u);
+  std::fill(reduced_.begin(), reduced_.end(), false);
+  std::fill(stashed_.begin(), stashed_.end(), false);  // zero_grads below empties the store
+  pos_ = schedule_.size() - 1;
+  sync_ = true;
+  store_.zero_grads();
+  if (first) std::rethrow_exception(first);
+}
+
 // ---- hooks ----
 
 void ZeroHooks::before_forward(int unit) {

@@ -86,6 +86,12 @@ class ZeroHooks : public nn::UnitHooks {
   // After the optimizer step: stage 1/2 all-gather the updated parameters; stage 3 drops any
   // gathered copies (they are stale).
   void after_step();
+  // After an error in a step's forward/backward (out-of-memory recovery): waits for the
+  // collectives this rank posted (every rank posted them before the same failing allocation),
+  // forgets their results, drops gathered parameters and transient gradient buffers, zeroes the
+  // gradients and rewinds the schedule — the state before the step, so it can be redone. Throws
+  // the first error of a collective it waited for.
+  void abort_step();
 
   const CommVolume& volume() const { return volume_; }
   // Seconds the hooks have spent waiting for collectives to complete (gathers, reductions).

@@ -3,7 +3,7 @@
 # as 2 pipeline stages, "tensor" as 2 tensor-parallel parts (heads, MLP and vocabulary split).
 # Either way (ZeRO-1, 4 micro-batches, the validation loss through the engine) the 2 ranks train
 # like 1 rank — every step's loss and validation loss within 1e-5 relative — and the 2-rank
-# checkpoint of step 4 verifies, exports to the same datasets as the 1-rank one (every parameter
+# checkpoint of step 4 verifies, its planned peak per tier is within 5% of the measured one, exports to the same datasets as the 1-rank one (every parameter
 # once, whole), and resumes on 1 rank to step 6.
 # usage: train_gpt_pipeline.sh STRATA TRAIN_GPT MPIEXEC [AXIS]
 set -u
@@ -46,6 +46,12 @@ values() { grep -o "\"$1\":[^,}]*" "$2" | cut -d: -f2; }
 run "$work/${t}2" "$mpiexec" --oversubscribe --bind-to none -np 2 "$train_gpt" --metrics m.jsonl \
   --set $key=2 || die "the $t 2 run failed"
 grep -qF "$layout" "$work/${t}2/log" || die "the $t 2 run did not run as $layout"
+# The memory plan train_gpt makes at start-up (every pipeline stage planned, the busiest taken) is
+# within 5% of the busiest rank's measured peak on every tier.
+awk '/planned at start-up vs measured/ { on = 1; next }
+     on && $2 == "planned" { n++; p = $NF; sub(/%/, "", p); if (p + 0 > 5 || p + 0 < -5) { print; bad = 1 } }
+     END { exit bad || n < 2 }' "$work/${t}2/log" >&2 ||
+  die "the $t 2 run's planned peaks are not within 5% of the measured ones"
 run "$work/${t}1" "$train_gpt" --metrics m.jsonl || die "the 1-rank run failed"
 for k in loss val_loss; do
   a=$(values $k "$work/${t}2/m.jsonl") b=$(values $k "$work/${t}1/m.jsonl")

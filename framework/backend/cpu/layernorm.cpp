@@ -13,7 +13,7 @@ namespace strata::cpu {
 namespace {
 
 // Rows per task: about 64 KiB of input each.
-std::int64_t row_chunk(int C) {
+std::int64_t ln_row_chunk(int C) {
   return std::max<std::int64_t>(1, 16384 / std::max(1, C));
 }
 
@@ -24,7 +24,7 @@ void layernorm_forward(const float* x, const float* w, const float* b, float* y,
   STRATA_CHECK(N >= 0 && C > 0, "cpu", "layernorm: bad size N={} C={}", N, C);
   const auto& rk = detail::row_kernels();
   const std::size_t c = static_cast<std::size_t>(C);
-  detail::parallel_chunks(N, row_chunk(C), [&](std::int64_t r0, std::int64_t r1) {
+  detail::parallel_chunks(N, ln_row_chunk(C), [&](std::int64_t r0, std::int64_t r1) {
     rk.layernorm_forward(x + r0 * c, w, b, y + r0 * c, mean + r0, rstd + r0,
                          static_cast<int>(r1 - r0), C, eps);
   });

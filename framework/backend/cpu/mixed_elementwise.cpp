@@ -13,12 +13,12 @@
 namespace strata::cpu {
 namespace {
 
-constexpr std::int64_t kChunk = 16384;  // elements per task (a multiple of every vector width)
+constexpr std::int64_t kMixedChunk = 16384;  // elements per task (a multiple of every vector width)
 
 // Per-thread f32 scratch for up to three operands of one chunk.
 float* scratch(int slot) {
-  thread_local std::vector<float> buf(3 * static_cast<std::size_t>(kChunk));
-  return buf.data() + static_cast<std::size_t>(slot) * kChunk;
+  thread_local std::vector<float> buf(3 * static_cast<std::size_t>(kMixedChunk));
+  return buf.data() + static_cast<std::size_t>(slot) * kMixedChunk;
 }
 
 // Elements [i0, i1) of b as f32: a pointer into b when it is f32, else widened into slot.
@@ -49,7 +49,7 @@ bool all_f32(std::initializer_list<DType> ts) {
 
 template <class F>
 void chunks(std::size_t n, F&& f) {
-  detail::parallel_chunks(static_cast<std::int64_t>(n), kChunk, f);
+  detail::parallel_chunks(static_cast<std::int64_t>(n), kMixedChunk, f);
 }
 
 }  // namespace

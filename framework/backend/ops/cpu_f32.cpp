@@ -18,7 +18,8 @@ In32::In32(const Tensor& t) {
     return;
   }
   tmp_ = workspace_like(t, t.shape());
-  convert(t.raw(), t.dtype(), tmp_.raw(), DType::f32, static_cast<std::size_t>(t.numel()));
+  if (!t.device().is_meta())
+    convert(t.raw(), t.dtype(), tmp_.raw(), DType::f32, static_cast<std::size_t>(t.numel()));
   p_ = static_cast<const float*>(tmp_.raw());
 }
 
@@ -34,6 +35,10 @@ Out32::Out32(const Tensor& t) : t_(t) {
 
 void Out32::commit() {
   if (!tmp_.defined()) return;
+  if (t_.device().is_meta()) {
+    tmp_ = {};
+    return;
+  }
   convert(tmp_.raw(), DType::f32, t_.raw(), t_.dtype(), static_cast<std::size_t>(t_.numel()));
   tmp_ = {};
 }
@@ -51,6 +56,10 @@ Acc32::Acc32(const Tensor& t) : t_(t) {
 
 void Acc32::commit() {
   if (!tmp_.defined()) return;
+  if (t_.device().is_meta()) {
+    tmp_ = {};
+    return;
+  }
   const std::size_t n = static_cast<std::size_t>(t_.numel());
   std::vector<float> cur(n);
   convert(t_.raw(), t_.dtype(), cur.data(), DType::f32, n);

@@ -21,6 +21,7 @@ namespace {
 using cpu_detail::Acc32;
 using cpu_detail::In32;
 using cpu_detail::Out32;
+using cpu_detail::block_rows;
 using cpu_detail::workspace_like;
 
 int dim(const Tensor& t, int d) { return static_cast<int>(t.dim(d)); }
@@ -29,12 +30,6 @@ cpu::FloatOut out(const Tensor& t) { return {t.raw(), t.dtype()}; }
 const std::int32_t* i32(const Tensor& t) { return static_cast<const std::int32_t*>(t.raw()); }
 float* f32(const Tensor& t) { return static_cast<float*>(t.raw()); }
 bool is16(const Tensor& t) { return t.defined() && t.dtype() != DType::f32; }
-
-// Rows of a [rows, cols] block so that it holds about a million elements.
-int block_rows(std::int64_t total_rows, std::int64_t cols) {
-  return static_cast<int>(std::clamp<std::int64_t>((1 << 20) / std::max<std::int64_t>(1, cols), 1,
-                                                   std::max<std::int64_t>(1, total_rows)));
-}
 
 // Rows [r0, r0 + n) of a 2-D tensor as f32: a pointer into it, or widened into `scratch`.
 const float* rows32(const Tensor& t, std::int64_t r0, std::int64_t n, Tensor& scratch) {
@@ -308,36 +303,7 @@ void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
 }  // namespace
 
 const OpTable& cpu_op_table() {
-  static const OpTable t = [] {
-    OpTable x;
-    x.name = "cpu";
-    x.matmul = matmul;
-    x.linear_forward = linear_forward;
-    x.linear_backward = linear_backward;
-    x.layernorm_forward = layernorm_forward;
-    x.layernorm_backward = layernorm_backward;
-    x.gelu_forward = gelu_forward;
-    x.gelu_backward = gelu_backward;
-    x.attention_forward = attention_forward;
-    x.attention_backward = attention_backward;
-    x.embedding_forward = embedding_forward;
-    x.embedding_backward = embedding_backward;
-    x.cross_entropy_forward = cross_entropy_forward;
-    x.cross_entropy_backward = cross_entropy_backward;
-    x.row_max = row_max;
-    x.row_sum_exp = row_sum_exp;
-    x.target_logit = target_logit;
-    x.cross_entropy_backward_slice = cross_entropy_backward_slice;
-    x.add = add;
-    x.add_inplace = add_inplace;
-    x.scale_inplace = scale_inplace;
-    x.cast = cast;
-    x.sum_squares = sum_squares;
-    x.has_inf_or_nan = has_inf_or_nan;
-    x.adamw_step = adamw_step;
-    x.sgd_step = sgd_step;
-    return x;
-  }();
+  static const OpTable t = STRATA_OP_TABLE("cpu");
   return t;
 }
 

@@ -59,6 +59,13 @@ const OpTable& op_table(Device device) {
     }();
     return cpu;
   }
+  if (device.is_meta()) {
+    static const OpTable& meta = []() -> const OpTable& {
+      check_complete(meta_op_table());
+      return meta_op_table();
+    }();
+    return meta;
+  }
   static const OpTable* cuda_table = [] {
     const OpTable* t = cuda_op_table();
     if (t) check_complete(*t);

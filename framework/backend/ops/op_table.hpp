@@ -66,11 +66,31 @@ struct OpTable {
 // (throws UserError naming what is missing otherwise).
 const OpTable& op_table(Device device);
 
-// The backends' tables (the CUDA one is nullptr in a build without CUDA kernels).
+// The backends' tables (the CUDA one is nullptr in a build without CUDA kernels). The meta table
+// computes nothing and charges the workspace the CPU backend would (meta_table.cpp).
 const OpTable& cpu_op_table();
 const OpTable* cuda_op_table();
+const OpTable& meta_op_table();
 
 // Throws strata::Error naming the first entry a table leaves unset.
 void check_complete(const OpTable& table);
+
+// Every kernel entry of OpTable. STRATA_OP_TABLE("cpu") is a table named "cpu" whose entries are
+// the functions of the same names in scope (a backend's kernels file).
+#define STRATA_OP_TABLE_ENTRIES(X)                                                               \
+  X(matmul) X(linear_forward) X(linear_backward) X(layernorm_forward) X(layernorm_backward)      \
+  X(gelu_forward) X(gelu_backward) X(attention_forward) X(attention_backward)                   \
+  X(embedding_forward) X(embedding_backward) X(cross_entropy_forward) X(cross_entropy_backward) \
+  X(row_max) X(row_sum_exp) X(target_logit) X(cross_entropy_backward_slice) X(add)              \
+  X(add_inplace) X(scale_inplace) X(cast) X(sum_squares) X(has_inf_or_nan) X(adamw_step)        \
+  X(sgd_step)
+#define STRATA_OP_TABLE_SET_ENTRY(op) x.op = op;
+#define STRATA_OP_TABLE(table_name)                     \
+  [] {                                                  \
+    OpTable x;                                          \
+    x.name = table_name;                                \
+    STRATA_OP_TABLE_ENTRIES(STRATA_OP_TABLE_SET_ENTRY)  \
+    return x;                                           \
+  }()
 
 }  // namespace strata::ops

@@ -45,21 +45,27 @@ void check_i32(const char* op, const char* name, const Tensor& t) {
                            : " (it is undefined)");
 }
 
-// Every defined operand on one device; returns that device's table.
+// Every defined operand on one device; returns that device's table. A plan on the meta device
+// also takes host operands (the data's token batches stay real CPU tensors): a meta operand with
+// cpu operands is a meta op.
 const OpTable& table(const char* op, std::initializer_list<const Tensor*> ts) {
   const Tensor* first = nullptr;
+  const Tensor* meta = nullptr;
   for (const Tensor* t : ts) {
     if (!t->defined()) continue;
-    if (!first) {
-      first = t;
-      continue;
-    }
-    STRATA_CHECK(t->device() == first->device(), "ops",
-                 "{}: operands are on different devices ({} and {}); copy them to one device first",
-                 op, first->device().str(), t->device().str());
+    if (t->device().is_meta()) meta = t;
+    if (!first) first = t;
   }
   STRATA_CHECK(first, "ops", "{}: no operand is defined", op);
-  return op_table(first->device());
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    const bool same = meta ? (t->device().is_meta() || t->device().is_cpu())
+                           : t->device() == first->device();
+    STRATA_CHECK(same, "ops",
+                 "{}: operands are on different devices ({} and {}); copy them to one device first",
+                 op, (meta ? meta : first)->device().str(), t->device().str());
+  }
+  return op_table(meta ? Device::meta() : first->device());
 }
 
 }  // namespace

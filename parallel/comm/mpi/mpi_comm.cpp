@@ -9,6 +9,7 @@
 #include "parallel/comm/host_reduce.hpp"
 #include "parallel/comm/mpi/datatypes.hpp"
 #include "parallel/comm/mpi/mpi_check.hpp"
+#include "parallel/comm/overlap.hpp"
 
 namespace strata::parallel::mpi {
 
@@ -26,10 +27,6 @@ int checked_count(const OpDesc& op, std::uint64_t n) {
   return static_cast<int>(n);
 }
 
-bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
-  auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return an > 0 && bn > 0 && pa < pb + bn && pb < pa + an;
-}
 
 // A buffer charged to the ledger as comm buffers, for the rare call that must stage.
 std::shared_ptr<Storage> staging(std::size_t count, DType t, Tier tier) {

@@ -10,6 +10,7 @@
 #include "framework/core/error.hpp"
 #include "framework/core/tensor.hpp"
 #include "parallel/comm/transports.hpp"
+#include "parallel/comm/overlap.hpp"
 
 #define STRATA_CHECK_NCCL(call)                                                                \
   do {                                                                                         \
@@ -74,10 +75,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
-bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
-  auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
-  return an > 0 && bn > 0 && pa < pb + bn && pb < pa + an;
-}
 
 class NcclComm final : public CommImpl, public std::enable_shared_from_this<NcclComm> {
  public:

@@ -22,6 +22,7 @@ using namespace strata;
 using namespace strata::test;
 
 namespace {
+namespace test_offload {  // file-local names, unique in a unity build
 
 using config::OffloadDevice;
 
@@ -198,4 +199,5 @@ INSTANTIATE_TEST_SUITE_P(Devices, OffloadUnderDeviceCap,
                          ::testing::Values(OffloadDevice::cpu, OffloadDevice::nvme),
                          [](const auto& i) { return std::string(config::to_string(i.param)); });
 
+}  // namespace test_offload
 }  // namespace

@@ -27,6 +27,7 @@ using namespace strata;
 using namespace strata::test;
 
 namespace {
+namespace test_offload_param {  // file-local names, unique in a unity build
 
 using config::OffloadDevice;
 
@@ -267,4 +268,5 @@ TEST(ParamOffloadFaults, IoErrorInTheParamsSwapFileIsReportedWithItsName) {
   }
 }
 
+}  // namespace test_offload_param
 }  // namespace

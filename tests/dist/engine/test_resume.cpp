@@ -11,6 +11,7 @@ using namespace strata;
 using namespace strata::test;
 
 namespace {
+namespace test_resume {  // file-local names, unique in a unity build
 
 struct ResumeCase {
   int stage;
@@ -100,4 +101,5 @@ INSTANTIATE_TEST_SUITE_P(Stages, BitExactResume,
                                                       config::OffloadDevice::nvme}),
                          case_name);
 
+}  // namespace test_resume
 }  // namespace

@@ -12,6 +12,7 @@ using namespace strata;
 using namespace strata::test;
 
 namespace {
+namespace test_zero {  // file-local names, unique in a unity build
 
 struct StageCase {
   int stage;
@@ -192,4 +193,5 @@ TEST(ZeroMemory, MatchesTheZeroPaperFormulas) {
   }
 }
 
+}  // namespace test_zero
 }  // namespace

@@ -82,8 +82,9 @@ TEST_P(PipelineResume, TenStepsEqualFiveSaveLoadFive) {
       for (const auto& p : man.params)
         for (const auto& sl : p.slices) {
           const int rank = std::stoi(sl.file.substr(sl.file.find('_') + 1));
-          if (p.name == "transformer.wte.weight")
+          if (p.name == "transformer.wte.weight") {
             EXPECT_EQ(grid.coords_of(rank).pp, 0) << sl.file << " holds a copy of wte";
+          }
         }
     }
   }

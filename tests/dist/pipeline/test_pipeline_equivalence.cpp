@@ -22,7 +22,9 @@ void expect_tied_copies_equal(parallel::Training& t, const std::vector<float>& w
   std::vector<float> last = wte;
   last.resize(static_cast<std::size_t>(pipe_gpt().vocab_size * pipe_gpt().n_embd));
   pp.broadcast(parallel::span(last.data(), last.size()), pp.size() - 1).wait();
-  if (pp.rank() == 0) EXPECT_TRUE(wte == last) << "the first stage's wte differs from the last's";
+  if (pp.rank() == 0) {
+    EXPECT_TRUE(wte == last) << "the first stage's wte differs from the last's";
+  }
 }
 
 struct Case {

@@ -13,6 +13,7 @@
 
 namespace strata::checkpoint {
 namespace {
+namespace test_state_entries {  // file-local names, unique in a unity build
 
 using testing::TempDir;
 using testing::throws_with;
@@ -79,5 +80,6 @@ TEST(StateEntries, AreReadByRangeAndLeftOutOfTheExport) {
   EXPECT_EQ(e.elements, 6);
 }
 
+}  // namespace test_state_entries
 }  // namespace
 }  // namespace strata::checkpoint

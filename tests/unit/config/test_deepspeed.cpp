@@ -10,7 +10,7 @@
 
 #include "framework/config/config.hpp"
 #include "framework/config/deepspeed_keys.hpp"
-#include "framework/config/micro_batch_plan.hpp"
+#include "framework/config/overrides.hpp"
 #include "framework/config/schema.hpp"
 #include "tests/unit/config/expect_error.hpp"
 
@@ -43,10 +43,10 @@ TEST(HuggingFaceAuto, BatchSizesComeFromEachOtherAndTheWorldSize) {
   EXPECT_TRUE(has_note(c, "auto: train_micro_batch_size_per_gpu = train_batch_size /"));
 }
 
-// Nothing determines an "auto" micro-batch and no planner chooses it: Hugging Face's default
-// of --per_device_train_batch_size, 8, noted with the --set that gives another.
+// Nothing determines an "auto" micro-batch and no device cap lets the memory planner choose it:
+// Hugging Face's default of --per_device_train_batch_size, 8, noted with the --set that gives
+// another.
 TEST(HuggingFaceAuto, MicroBatchNothingDeterminesTakesHuggingFacesDefault) {
-  ASSERT_FALSE(can_plan_micro_batch());  // with a planner, the planner chooses instead
   json doc = json::parse(R"({"train_batch_size": "auto",
       "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 4})");
   Config c = accepted(doc, std::int64_t{2});
@@ -65,6 +65,23 @@ TEST(HuggingFaceAuto, MicroBatchNothingDeterminesTakesHuggingFacesDefault) {
       "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": 3})"),
                std::int64_t{2});
   EXPECT_EQ(c.train_micro_batch_size_per_gpu, 2);
+}
+
+// With a device cap the memory planner chooses an "auto" micro-batch (parallel/plan; its tests
+// are in tests/unit/plan): the config layer accepts it with a note and leaves it to the program;
+// resolving it without a planner says what to do.
+TEST(HuggingFaceAuto, MicroBatchWithADeviceCapIsLeftToTheMemoryPlanner) {
+  json doc = json::parse(R"({"train_micro_batch_size_per_gpu": "auto"})");
+  apply_override(doc, "strata.memory.device_limit=64MiB");
+  const Config c = accepted(doc);
+  EXPECT_TRUE(c.micro_batch_auto);
+  EXPECT_EQ(c.train_micro_batch_size_per_gpu, 0);
+  EXPECT_TRUE(has_note(c, "auto: train_micro_batch_size_per_gpu = the largest micro-batch whose "
+                          "training step fits strata.memory.device_limit"));
+  Config unplanned = c;
+  EXPECT_TRUE(testing::fails_with([&] { resolve_batch(unplanned, 1); },
+                                  {"this program has no memory planner to choose it",
+                                   "--set train_micro_batch_size_per_gpu=8"}));
 }
 
 TEST(HuggingFaceAuto, ScheduleFollowsTheOptimizerAndTrainSteps) {

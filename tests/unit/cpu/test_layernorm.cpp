@@ -5,6 +5,7 @@
 
 namespace strata::cpu::test {
 namespace {
+namespace test_layernorm {  // file-local names, unique in a unity build
 
 constexpr float kEps = 1e-5f;
 
@@ -87,5 +88,6 @@ TEST_P(LayerNorm, BackwardSumsOverManyRows) {
 
 STRATA_INSTANTIATE_ISA(LayerNorm);
 
+}  // namespace test_layernorm
 }  // namespace
 }  // namespace strata::cpu::test

@@ -10,6 +10,7 @@
 
 namespace strata::data {
 namespace {
+namespace test_prepare {  // file-local names, unique in a unity build
 
 using testing::read_bytes;
 using testing::TempDir;
@@ -199,5 +200,6 @@ TEST(Prepare, DefaultCorpusWhenInstalled) {
   EXPECT_TRUE(std::is_sorted(files.begin(), files.end()));
 }
 
+}  // namespace test_prepare
 }  // namespace
 }  // namespace strata::data

@@ -13,6 +13,7 @@
 
 namespace strata::offload {
 namespace {
+namespace test_optimizer_state_stores {  // file-local names, unique in a unity build
 
 using test::pattern;
 using test::ScratchDir;
@@ -159,5 +160,6 @@ TEST(NvmeOptimizerBytes, EightBitMovesAQuarterOfAdamWsMomentBytes) {
   }
 }
 
+}  // namespace test_optimizer_state_stores
 }  // namespace
 }  // namespace strata::offload

@@ -17,6 +17,7 @@
 
 namespace strata::offload {
 namespace {
+namespace test_trainer_offload {  // file-local names, unique in a unity build
 
 using test::pattern;
 using test::ScratchDir;
@@ -177,5 +178,6 @@ TEST(CpuAdamW, EveryPathAndTheThreadedDispatcherEqualTheScalarReference) {
   EXPECT_EQ(v, ref_v);
 }
 
+}  // namespace test_trainer_offload
 }  // namespace
 }  // namespace strata::offload

@@ -11,6 +11,7 @@
 
 namespace strata::offload {
 namespace {
+namespace test_value_shard_store {  // file-local names, unique in a unity build
 
 using test::pattern;
 using test::ScratchDir;
@@ -66,6 +67,29 @@ TEST(ValueShardStores, RoundTripBitwiseAndChargeTheirTier) {
     EXPECT_GT(ledger.current(Tier::host, Category::params), 0u);
     EXPECT_GT(ledger.current(Tier::nvme, Category::params), 0u);
     EXPECT_EQ(ledger.current(Tier::device), 0u);
+  }
+}
+
+// An op's workspace for an acquired slice (a 16-bit slice widened to f32 by the CPU backend) is
+// charged to the store's ledger — the job's, which the memory planner reads — not the global one.
+TEST(ValueShardStores, WorkspaceForASliceGoesToTheStoresLedger) {
+  ScratchDir dir("params");
+  MemoryLedger ledger;
+  HostValueShardStore host(false, &ledger, Category::grads);
+  NvmeValueShardStore nvme(test::small_swapper(dir, 3, &ledger), Category::grads);
+  for (ValueShardStore* s : std::initializer_list<ValueShardStore*>{&host, &nvme}) {
+    s->create(0, 4096, DType::bf16);
+    const Tensor t = s->acquire(0);
+    EXPECT_EQ(t.storage()->ledger(), &ledger);
+    const std::uint64_t global0 = MemoryLedger::global().peak(Tier::host);
+    {
+      // What AdamW's CPU step does with a bf16 gradient: widen it into a workspace.
+      const Tensor wide = t.to(DType::f32, TensorOptions{t.device(), t.tier(), Category::workspace,
+                                                         t.storage()->ledger()});
+      EXPECT_EQ(ledger.current(Tier::host, Category::workspace), 4096u * 4);
+    }
+    EXPECT_EQ(MemoryLedger::global().peak(Tier::host), global0);
+    s->release(0, false);
   }
 }
 
@@ -173,5 +197,6 @@ TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
   EXPECT_GT(s.swapper().stats().bytes_read, 0u);
 }
 
+}  // namespace test_value_shard_store
 }  // namespace
 }  // namespace strata::offload

@@ -14,6 +14,7 @@
 
 namespace strata::ops::test {
 namespace {
+namespace test_gradients {  // file-local names, unique in a unity build
 
 using namespace ::strata::test;
 using Doubles = std::vector<std::vector<double>>;
@@ -312,5 +313,6 @@ std::vector<std::string> grad_case_names() {
 INSTANTIATE_TEST_SUITE_P(Ops, OpGradients, ::testing::ValuesIn(grad_case_names()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
+}  // namespace test_gradients
 }  // namespace
 }  // namespace strata::ops::test

@@ -14,6 +14,7 @@
 
 namespace strata::ops::test {
 namespace {
+namespace test_vocab_parallel {  // file-local names, unique in a unity build
 
 using ::strata::test::close;
 
@@ -103,5 +104,6 @@ TEST_P(VocabParallel, SlicesCombinedEqualTheWholeVocabulary) {
 INSTANTIATE_TEST_SUITE_P(Ops, VocabParallel, ::testing::ValuesIn(backend_dtype_params()),
                          backend_dtype_name);
 
+}  // namespace test_vocab_parallel
 }  // namespace
 }  // namespace strata::ops::test

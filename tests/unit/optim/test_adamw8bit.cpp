@@ -17,6 +17,7 @@
 
 namespace strata::optim {
 namespace {
+namespace test_adamw8bit {  // file-local names, unique in a unity build
 
 std::vector<SimdPath> supported_paths() {
   std::vector<SimdPath> out;
@@ -213,5 +214,6 @@ TEST(AdamW8bit, RejectsRunsThatDoNotCoverTheBuffer) {
   EXPECT_THROW(adamw8bit_step(s.p.data(), g.data(), s.moments(), 100, short_runs, AdamWHyper{}, 1), Error);
 }
 
+}  // namespace test_adamw8bit
 }  // namespace
 }  // namespace strata::optim

@@ -16,6 +16,7 @@
 
 namespace strata::optim {
 namespace {
+namespace test_quantize {  // file-local names, unique in a unity build
 
 constexpr QuantMap kMaps[] = {QuantMap::signed_dynamic, QuantMap::unsigned_dynamic};
 
@@ -246,5 +247,6 @@ TEST(DynamicCode, ZeroedStateDequantizesToPositiveZero) {
     }
 }
 
+}  // namespace test_quantize
 }  // namespace
 }  // namespace strata::optim

@@ -14,6 +14,7 @@
 
 namespace strata::optim {
 namespace {
+namespace test_sgd {  // file-local names, unique in a unity build
 
 constexpr std::size_t kN = 19;
 
@@ -142,5 +143,6 @@ TEST(SGD, RejectsBadArguments) {
   for (float x : p) EXPECT_EQ(x, 1.0f);
 }
 
+}  // namespace test_sgd
 }  // namespace
 }  // namespace strata::optim

@@ -1,0 +1,95 @@
+#include "parallel/plan/recommend.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace strata::parallel::plan {
+
+namespace {
+
+struct Rung {
+  std::string name;
+  int stage;
+  const char* optimizer;  // offload_optimizer.device
+  const char* param;      // offload_param.device
+  bool shards;            // helps only by sharding over data-parallel ranks
+};
+
+}  // namespace
+
+Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactory& model,
+                         const Caps& caps, const CostModel& cost) {
+  const Trials trials(model, ranks, caps);
+  const auto& z = cfg.zero_optimization;
+  const std::string nvme_path = !z.offload_optimizer.nvme_path.empty() ? z.offload_optimizer.nvme_path
+                                                                       : z.offload_param.nvme_path;
+  const bool one = cfg.data_parallel_size <= 1 && ranks <= 1;
+  const std::vector<Rung> ladder = {
+      {"no ZeRO", 0, "none", "none", false},
+      {"ZeRO-1", 1, "none", "none", true},
+      {"ZeRO-2", 2, "none", "none", true},
+      // On one rank stage 2 only adds transient gradient buffers: stage 1 carries the offload.
+      {one ? "ZeRO-1 + optimizer offload" : "ZeRO-2 + optimizer offload", one ? 1 : 2, "cpu", "none", false},
+      {"ZeRO-3", 3, "none", "none", true},
+      {"ZeRO-3 + optimizer offload", 3, "cpu", "none", true},
+      {"ZeRO-3 + optimizer and parameter offload", 3, "cpu", "cpu", false},
+      {"ZeRO-3 + NVMe offload", 3, "nvme", "nvme", false},
+  };
+  Recommendation r;
+  r.model = cost;
+  for (const Rung& rung : ladder) {
+    std::vector<std::string> sets = {
+        fmt::format("zero_optimization.stage={}", rung.stage),
+        fmt::format("zero_optimization.offload_optimizer.device={}", rung.optimizer),
+        fmt::format("zero_optimization.offload_param.device={}", rung.param)};
+    std::string skipped;
+    if (rung.shards && one) skipped = "shards nothing on one rank";
+    if (std::string(rung.optimizer) == "nvme") {
+      if (nvme_path.empty())
+        skipped = "needs an NVMe directory: set zero_optimization.offload_optimizer.nvme_path";
+      else {
+        sets.push_back("zero_optimization.offload_optimizer.nvme_path=" + nvme_path);
+        sets.push_back("zero_optimization.offload_param.nvme_path=" + nvme_path);
+      }
+    }
+    for (const bool ckpt : {false, true}) {
+      Option o;
+      o.rung = rung.name;
+      o.checkpointing = ckpt;
+      o.skipped = skipped;
+      if (skipped.empty()) {
+        std::vector<std::string> s = sets;
+        s.push_back(fmt::format("strata.activation_checkpointing={}", ckpt ? "true" : "false"));
+        const Change ch{rung.name, s};
+        o.trial = trials.largest_micro(cfg, ch);
+        if (!o.trial) {  // nothing fits: show the smallest step's need
+          Change smallest = ch;
+          const std::int64_t samples = cfg.train_micro_batch_size_per_gpu *
+                                       std::max<std::int64_t>(1, cfg.gradient_accumulation_steps);
+          smallest.sets.push_back("train_micro_batch_size_per_gpu=1");
+          smallest.sets.push_back(fmt::format("gradient_accumulation_steps={}", samples));
+          o.trial = trials.run(cfg, smallest);
+        }
+        if (o.trial) o.cost = estimate(o.trial->plan, cost);
+      }
+      r.options.push_back(std::move(o));
+    }
+    // The first rung with a fitting option: its cheapest. Later rungs are slower by DeepSpeed's
+    // order and are not planned.
+    for (std::size_t i = r.options.size() - 2; i < r.options.size(); ++i) {
+      const Option& o = r.options[i];
+      if (!o.trial || !o.trial->fits()) continue;
+      if (!r.chosen || o.cost.total() < r.options[*r.chosen].cost.total()) r.chosen = i;
+    }
+    if (r.chosen) break;
+  }
+  double base = std::numeric_limits<double>::infinity();
+  for (const Option& o : r.options)
+    if (o.trial && (o.trial->fits() || !r.chosen)) base = std::min(base, o.cost.total());
+  for (Option& o : r.options)
+    if (o.trial && base > 0) o.relative = o.cost.total() / base;
+  return r;
+}
+
+}  // namespace strata::parallel::plan

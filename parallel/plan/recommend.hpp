@@ -1,0 +1,38 @@
+// Given memory caps, the fastest configuration that fits: the ZeRO ladder in the order DeepSpeed's
+// documentation gives it (no ZeRO, ZeRO-1, ZeRO-2, ZeRO-2 + optimizer offload, ZeRO-3, ZeRO-3 +
+// optimizer offload, ZeRO-3 + parameter offload, NVMe), each with and without activation
+// checkpointing at the largest micro-batch that fits while micro-batch × accumulation (the global
+// batch) stays; the first rung with a configuration that fits wins, its cheapest one by the cost
+// estimate (cost.hpp). Every option considered (the rungs up to the chosen one) is kept, with its
+// plan and estimated cost.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parallel/plan/cost.hpp"
+#include "parallel/plan/trial.hpp"
+
+namespace strata::parallel::plan {
+
+struct Option {
+  std::string rung;             // "ZeRO-2 + optimizer offload"
+  bool checkpointing = false;
+  std::string skipped;          // why the rung was not planned ("" when it was)
+  std::optional<Trial> trial;   // the largest micro-batch that fits, else micro-batch 1 (not fitting)
+  StepCost cost;
+  double relative = 0;          // cost / the cheapest fitting option's (all options' if none fits)
+};
+
+struct Recommendation {
+  std::vector<Option> options;
+  std::optional<std::size_t> chosen;  // index into options
+  CostModel model;
+};
+
+// cfg: validated, batch sizes resolved for `ranks` ranks. Plans against `caps`.
+Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactory& model,
+                         const Caps& caps, const CostModel& cost = {});
+
+}  // namespace strata::parallel::plan

@@ -1,0 +1,69 @@
+// The recommendation: DeepSpeed's ladder in order, the first rung with a fitting option chosen,
+// sharding rungs skipped on one rank, the global batch kept, and the chosen option's flags fit
+// when run for real.
+#include <gtest/gtest.h>
+
+#include "parallel/plan/recommend.hpp"
+#include "tests/unit/plan/plan_test_util.hpp"
+
+namespace strata {
+namespace {
+
+using parallel::plan::Recommendation;
+
+Recommendation recommend_for(const config::Config& cfg, int ranks) {
+  return parallel::plan::recommend(cfg, ranks, parallel::plan::gpt_model(),
+                                   parallel::plan::caps_of(cfg));
+}
+
+TEST(Recommend, OneRankTakesTheFirstFittingRungInDeepSpeedsOrder) {
+  const config::Config free_cfg = plan_test::gpt_config({"train_micro_batch_size_per_gpu=8"});
+  const auto free_plan = parallel::plan::plan_memory(free_cfg, parallel::plan::gpt_model());
+  // Below model states + the smallest step's activations without offload: no-ZeRO cannot fit.
+  const std::uint64_t states = free_plan.peak(Tier::device, Category::params) +
+                               free_plan.peak(Tier::device, Category::grads) +
+                               free_plan.peak(Tier::device, Category::optimizer);
+  const config::Config cfg = plan_test::gpt_config(
+      {"train_micro_batch_size_per_gpu=8", fmt::format("strata.memory.device_limit={}", states)});
+  const Recommendation r = recommend_for(cfg, 1);
+  ASSERT_TRUE(r.chosen);
+  const auto& chosen = r.options[*r.chosen];
+  EXPECT_EQ(chosen.rung, "ZeRO-1 + optimizer offload");
+  // Considered in order: no ZeRO (planned, does not fit), ZeRO-1 and ZeRO-2 skipped (one rank).
+  ASSERT_GE(r.options.size(), 6u);
+  EXPECT_EQ(r.options[0].rung, "no ZeRO");
+  ASSERT_TRUE(r.options[0].trial);
+  EXPECT_FALSE(r.options[0].trial->fits());
+  EXPECT_EQ(r.options[2].rung, "ZeRO-1");
+  EXPECT_NE(r.options[2].skipped.find("one rank"), std::string::npos);
+  EXPECT_EQ(r.options[4].rung, "ZeRO-2");
+  EXPECT_FALSE(r.options[4].skipped.empty());
+  for (const auto& o : r.options) EXPECT_NE(o.rung, "ZeRO-3") << "planned past the chosen rung";
+  // The global batch stays: micro-batch x accumulation = 8.
+  EXPECT_EQ(chosen.trial->plan.micro_batch * chosen.trial->plan.accumulation, 8);
+  // Run for real with the chosen config (its flags applied to cfg): it fits.
+  EXPECT_NO_THROW(plan_test::measure(chosen.trial->cfg));
+}
+
+TEST(Recommend, WithoutACapNoZeroWinsAndSeveralRanksConsiderSharding) {
+  const config::Config cfg = plan_test::gpt_config({});
+  const Recommendation free_r = recommend_for(cfg, 1);
+  ASSERT_TRUE(free_r.chosen);
+  EXPECT_EQ(free_r.options[*free_r.chosen].rung, "no ZeRO");
+
+  // On 4 ranks with a cap below no-ZeRO's smallest step, a sharding rung is planned and chosen.
+  config::Config four = plan_test::gpt_config({}, 4);
+  const auto stage0 = parallel::plan::plan_memory(
+      plan_test::gpt_config({"train_micro_batch_size_per_gpu=1", "gradient_accumulation_steps=4",
+                             "strata.activation_checkpointing=true"}, 4),
+      parallel::plan::gpt_model(), {4, 2});
+  four.strata.memory.device_limit = stage0.peak(Tier::device) - 1;
+  const Recommendation r = recommend_for(four, 4);
+  ASSERT_TRUE(r.chosen);
+  const std::string rung = r.options[*r.chosen].rung;
+  EXPECT_TRUE(rung == "ZeRO-1" || rung == "ZeRO-2") << rung;
+  EXPECT_TRUE(r.options[2].skipped.empty()) << r.options[2].skipped;
+}
+
+}  // namespace
+}  // namespace strata
