@@ -301,8 +301,7 @@ const OptimizerParam kOptimizerParams[] = {
      false,
      {"optimizer.params.cuda_aware", K::boolean, any_value,
       "it picks how DeepSpeed's MPI backend moves GPU buffers; Strata's compressed all-reduce "
-      "goes over the data-parallel group's transport for the buffers' device (MPI for host "
-      "memory, NCCL for GPU memory), the same numbers either way",
+      "exchanges host buffers over the data-parallel group (MPI), the same numbers either way",
       "", ""},
      false,
      true},
@@ -310,8 +309,8 @@ const OptimizerParam kOptimizerParams[] = {
      false,
      false,
      {"optimizer.params.comm_backend_name", K::string, any_value,
-      "Strata chooses the transport by the buffers' device (MPI for host memory, NCCL for GPU "
-      "memory), not by name; the compressed all-reduce computes the same numbers on either",
+      "Strata's compressed all-reduce always exchanges host buffers over the data-parallel "
+      "group (MPI); DeepSpeed's backends compute the same numbers",
       "", ""},
      false,
      true},

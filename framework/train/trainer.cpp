@@ -192,7 +192,8 @@ StepResult Trainer::step() {
   r.lr = schedule_->lr_for_update(k);
   states_->begin_step();
   if (store_.options().memory.device.is_meta() &&
-      (opts_.optimizer == OptimizerKind::adafactor || opts_.optimizer == OptimizerKind::adamw8bit)) {
+      (opts_.optimizer == OptimizerKind::adafactor || opts_.optimizer == OptimizerKind::adamw8bit ||
+       (opts_.optimizer == OptimizerKind::onebit_adam && opts_.onebit.frozen(k)))) {
     step_on_meta();
   } else if (opts_.optimizer == OptimizerKind::adafactor) {
     const double rho = adafactor_->run(store_, *states_, red_, k, r.lr, grad_scale);
@@ -214,7 +215,7 @@ StepResult Trainer::step() {
 }
 
 // The memory planner's step (the meta device) for the optimizers whose kernels work on host
-// pointers (AdamW8bit, Adafactor): nothing is computed, but every unit's state, parameter slice
+// pointers (AdamW8bit, Adafactor, 1-bit Adam's frozen phase): nothing is computed, but every unit's state, parameter slice
 // and gradient slice is acquired and released as a real step does, with the f32 copy of a 16-bit
 // gradient the kernels read, so the memory charged and the offload traffic are the same.
 void Trainer::step_on_meta() {

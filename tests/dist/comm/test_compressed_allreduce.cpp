@@ -17,6 +17,7 @@ using namespace strata;
 using namespace strata::test;
 
 namespace {
+namespace test_compressed_allreduce {
 
 const std::vector<std::size_t> kSizes = {37, 5, 0, 130};
 
@@ -75,8 +76,6 @@ void simulate(std::vector<Worker>& w, int N) {
   }
 }
 
-}  // namespace
-
 TEST(CompressedAllReduce, EqualsASerialSimulationOfTheWorkersBitwise) {
   const auto& g = world();
   const int N = g.size(), me = g.rank();
@@ -126,3 +125,6 @@ TEST(CompressedAllReduce, EqualsASerialSimulationOfTheWorkersBitwise) {
     EXPECT_LT(worst, 3.0);
   }
 }
+
+}  // namespace test_compressed_allreduce
+}  // namespace

@@ -107,6 +107,17 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
       opt.eps_inside_sqrt = h.eps_inside_sqrt;
       break;
     }
+    case train::OptimizerKind::onebit_adam: {
+      const optim::OneBitAdamHyper& h = o.onebit;
+      opt.type = config::OptimizerType::onebit_adam;
+      opt.lr = h.lr;
+      opt.betas = {h.beta1, h.beta2};
+      opt.eps = h.eps;
+      opt.weight_decay = h.weight_decay;
+      opt.bias_correction = false;
+      opt.freeze_step = h.freeze_step;
+      break;
+    }
     case train::OptimizerKind::adamw:
     case train::OptimizerKind::adamw8bit:
       opt.type = o.optimizer == train::OptimizerKind::adamw8bit ? config::OptimizerType::adamw8bit

@@ -18,6 +18,7 @@
 
 namespace strata::train {
 namespace {
+namespace test_lamb {
 
 using test::Fixture;
 
@@ -176,5 +177,6 @@ TEST(LambScalars, StepSizeAndTrustRatioFollowFusedLamb) {
   EXPECT_THROW(optim::validate(h), UserError);  // min_coeff above max_coeff
 }
 
+}  // namespace test_lamb
 }  // namespace
 }  // namespace strata::train
