@@ -180,7 +180,7 @@ const BadConfig kBad[] = {
      "{" MICRO R"(, "optimizer": {"type": "Lion", "params": {"lr": 0.3}}})",
      {"optimizer.type=\"Lion\" asks for the Lion optimizer, a DeepSpeed feature Strata does not "
       "implement; Strata's optimizer types are \"Adam\", \"AdamW\", \"AdamW8bit\", "
-      "\"Adafactor\", \"Lamb\", \"SGD\""}},
+      "\"Adafactor\", \"Lamb\", \"OneBitAdam\", \"SGD\""}},
     {"LambClampUpsideDown",
      "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3, "min_coeff": 0.5}}})",
      {"optimizer.params.min_coeff 0.5 is above max_coeff 0.3"}},
@@ -190,7 +190,7 @@ const BadConfig kBad[] = {
       "set gradient_clipping"}},
     {"UnknownOptimizer",
      "{" MICRO R"(, "optimizer": {"type": "Sophia"}})",
-     {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"AdamW8bit\", \"Adafactor\", \"Lamb\", \"SGD\""}},
+     {"optimizer.type is \"Sophia\"; allowed: \"Adam\", \"AdamW\", \"AdamW8bit\", \"Adafactor\", \"Lamb\", \"OneBitAdam\", \"SGD\""}},
     {"OptimizerTypo",
      "{" MICRO R"(, "optimizer": {"type": "AdamWW"}})",
      {"did you mean \"AdamW\"?"}},
