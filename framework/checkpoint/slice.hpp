@@ -33,6 +33,12 @@ inline constexpr std::string_view kExpAvgSqCol = "exp_avg_sq_col";
 // 1-bit Adam: one rank's worker then server compression errors of a parameter, on the state entry
 // "<param>#errors_<rank>_of_<ranks>" (each rank's own; they exist for that rank count only).
 inline constexpr std::string_view kCompressionErrors = "compression_errors";
+// 1-bit LAMB: the fresh second moment (per element, as exp_avg_sq), and each parameter's scalars
+// (coeff_freeze, last_factor, scaling: optim::OneBitLambScalars) on the state entry
+// "<param>#onebit_lamb". Its errors are those of one fused tensor of every parameter, on the first
+// parameter's errors entry.
+inline constexpr std::string_view kExpAvgSqFresh = "exp_avg_sq_fresh";
+inline constexpr std::string_view kOneBitLambScalars = "onebit_lamb_scalars";
 
 // Optimizer state that is not one value per parameter element lives in "state entries":
 // datasets named "<owner>#<what>" (a parameter name, '#', a word) with a global shape of their

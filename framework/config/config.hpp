@@ -19,7 +19,7 @@ namespace strata::config {
 
 using json = nlohmann::json;
 
-enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam };
+enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam, onebit_lamb };
 enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
@@ -35,6 +35,9 @@ struct Fp16 {
   std::int64_t hysteresis = 2;            // overflows tolerated before the scale halves
   bool consecutive_hysteresis = false;    // refill hysteresis after a step without overflow
   double min_loss_scale = 1;
+  // DeepSpeed's auto_cast: the model's floating-point inputs (f32 batch fields) rounded to fp16
+  // before every forward.
+  bool auto_cast = false;
   bool dynamic() const { return loss_scale == 0; }
 };
 
@@ -66,8 +69,14 @@ struct Optimizer {
   double max_coeff = 10.0;
   double min_coeff = 0.01;
   bool eps_inside_sqrt = false;
-  // OneBitAdam: Adam steps before the variance freezes and momenta go 1-bit compressed.
+  // OneBitAdam, OneBitLamb: steps before the variance freezes and momenta go 1-bit compressed.
   std::int64_t freeze_step = 100000;
+  // OneBitLamb (DeepSpeed's OnebitLamb names and defaults): the running average of the warm-up's
+  // trust ratios and the bounds of the compressed phase's factor.
+  double coeff_beta = 0.9;
+  double factor_max = 4.0;
+  double factor_min = 0.5;
+  double factor_threshold = 0.1;
 };
 
 // `scheduler`: DeepSpeed's warmup schedules and their params.

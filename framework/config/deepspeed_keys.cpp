@@ -87,6 +87,10 @@ const DeepSpeedKey kKeys[] = {
      "only sequence parallelism (DeepSpeed-Ulysses) uses it, and Strata has none", "", ""},
     {"disable_allgather", K::boolean, any_value,
      "DeepSpeed reads this key but nothing in DeepSpeed uses it", "", ""},
+    {"cuda_visible_devices", K::integer, any_value,
+     "DeepSpeed has no such key and ignores unknown top-level keys (DeepSpeed issue #653), so it "
+     "chooses no GPU there either; choose GPUs with the CUDA_VISIBLE_DEVICES environment variable",
+     "", ""},
     {"dump_state", K::boolean, is_false, kDefault, "printing the engine's state at start-up",
      kRemoveOrFalse},
     {"memory_breakdown", K::boolean, is_false, kDefault,
@@ -173,8 +177,6 @@ const DeepSpeedKey kKeys[] = {
      "DeepSpeed's default: gradients accumulate in the training data type, as in Strata",
      "accumulating gradients in a chosen data type", "remove the key", true},
     // ---- fp16, bf16 ----
-    {"fp16.auto_cast", K::boolean, is_false, kDefault, "casting the model's inputs to fp16",
-     "remove the key (Strata's layers cast their inputs themselves)"},
     {"fp16.fp16_master_weights_and_grads", K::boolean, is_false,
      "DeepSpeed's default: float32 master weights, as in Strata",
      "keeping master weights and gradients in fp16", kRemoveOrFalse},
@@ -266,7 +268,7 @@ struct OptimizerParam {
   bool adam, adamw, sgd;  // the Strata optimizers whose DeepSpeed version takes it
   DeepSpeedKey key;
   bool lamb = false;
-  bool onebit = false;  // OneBitAdam
+  bool onebit = false;  // OneBitAdam and OneBitLamb (OneBitLamb also takes Lamb's)
 };
 
 const OptimizerParam kOptimizerParams[] = {
@@ -338,7 +340,6 @@ struct Named {
 
 const Named kOptimizers[] = {
     {"ZeroOneAdam", "0/1 Adam (compressed communication)"},
-    {"OneBitLamb", "1-bit LAMB (compressed communication)"},
     {"Adagrad", "the Adagrad optimizer"},
     {"Lion", "the Lion optimizer"},
     {"MuAdam", "the muP optimizer MuAdam"},
@@ -474,7 +475,8 @@ std::vector<DeepSpeedKeyRow> deepspeed_key_rows() {
     std::string types;
     for (const auto& [takes, name] :
          {std::pair{p.adam, "Adam"}, std::pair{p.adamw, "AdamW"}, std::pair{p.sgd, "SGD"},
-          std::pair{p.lamb, "Lamb"}, std::pair{p.onebit, "OneBitAdam"}})
+          std::pair{p.lamb, "Lamb"}, std::pair{p.onebit, "OneBitAdam"},
+          std::pair{p.lamb || p.onebit, "OneBitLamb"}})
       if (takes) types += (types.empty() ? "" : ", ") + std::string(name);
     rows.push_back({fmt::format("{} ({})", p.key.path, types), std::string(noop_values(p.key)),
                     otherwise(p.key)});
@@ -513,6 +515,7 @@ bool takes_param(const OptimizerParam& p, OptimizerType t) {
     case OptimizerType::sgd: return p.sgd;
     case OptimizerType::lamb: return p.lamb;
     case OptimizerType::onebit_adam: return p.onebit;
+    case OptimizerType::onebit_lamb: return p.lamb || p.onebit;
     case OptimizerType::adafactor: return false;
   }
   return false;

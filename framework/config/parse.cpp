@@ -309,6 +309,7 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
                                  {"Adafactor", OptimizerType::adafactor},
                                  {"Lamb", OptimizerType::lamb},
                                  {"OneBitAdam", OptimizerType::onebit_adam},
+                                 {"OneBitLamb", OptimizerType::onebit_lamb},
                                  {"SGD", OptimizerType::sgd}},
                                 deepspeed_optimizer))
     return;
@@ -338,6 +339,13 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
     case OptimizerType::onebit_adam:
       check_params(r, "optimizer", name,
                    {"lr", "betas", "eps", "weight_decay", "bias_correction", "freeze_step"},
+                   beyond, beyond_names, notes);
+      break;
+    case OptimizerType::onebit_lamb:
+      check_params(r, "optimizer", name,
+                   {"lr", "betas", "eps", "weight_decay", "bias_correction", "max_coeff",
+                    "min_coeff", "eps_inside_sqrt", "freeze_step", "coeff_beta", "factor_max",
+                    "factor_min", "factor_threshold"},
                    beyond, beyond_names, notes);
       break;
     case OptimizerType::adafactor:
@@ -371,22 +379,44 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
       o.adam_w_mode = true;
     }
   }
+  // DeepSpeed's OnebitAdam and OnebitLamb accept these flags but never apply them: `true` would
+  // ask for something neither computes.
+  const auto never_applied = [&](std::string_view key, std::string_view what,
+                                 std::string_view ds_name) {
+    const std::string path = fmt::format("optimizer.params.{}", key);
+    if (r.has(path) && r.at(path)->is_boolean() && r.at(path)->get<bool>())
+      problems.add(ProblemKind::not_implemented, path,
+                   not_implemented(fmt::format("{}=true", path),
+                                   fmt::format("{}, which DeepSpeed's {} accepts but never applies",
+                                               what, ds_name),
+                                   "remove the key or set it to false (what DeepSpeed does)"));
+  };
   if (o.type == OptimizerType::onebit_adam) {
     r.get("optimizer.params.freeze_step", o.freeze_step, IntRange{0});
     o.bias_correction = false;  // DeepSpeed's OnebitAdam never corrects, whatever it is given
-    if (r.has("optimizer.params.bias_correction") &&
-        r.at("optimizer.params.bias_correction")->is_boolean() &&
-        r.at("optimizer.params.bias_correction")->get<bool>())
-      problems.add(ProblemKind::not_implemented, "optimizer.params.bias_correction",
-                   not_implemented("optimizer.params.bias_correction=true",
-                                   "bias correction in 1-bit Adam, which DeepSpeed's OnebitAdam "
-                                   "accepts but never applies",
-                                   "remove the key or set it to false (what DeepSpeed does)"));
+    never_applied("bias_correction", "bias correction in 1-bit Adam", "OnebitAdam");
   }
-  if (o.type == OptimizerType::lamb) {
+  if (o.type == OptimizerType::onebit_lamb) {
+    // At least one LAMB step: the compressed phase scales by the warm-up's trust ratios.
+    r.get("optimizer.params.freeze_step", o.freeze_step, IntRange{1});
+    r.get("optimizer.params.coeff_beta", o.coeff_beta, kUnitOpen);
+    r.get("optimizer.params.factor_max", o.factor_max, kPositive);
+    r.get("optimizer.params.factor_min", o.factor_min, kPositive);
+    r.get("optimizer.params.factor_threshold", o.factor_threshold, kUnitOpen);
+    if (o.factor_min > o.factor_max)
+      problems.mistake("optimizer.params.factor_min",
+                       "optimizer.params.factor_min {} is above factor_max {}: the compressed "
+                       "phase's factor is clamped to [factor_min, factor_max]; make factor_min <= "
+                       "factor_max",
+                       o.factor_min, o.factor_max);
+    o.bias_correction = false;  // OnebitLamb never corrects, whatever it is given
+    never_applied("bias_correction", "bias correction in 1-bit LAMB", "OnebitLamb");
+    never_applied("eps_inside_sqrt", "eps inside the square root in 1-bit LAMB", "OnebitLamb");
+  }
+  if (o.type == OptimizerType::lamb || o.type == OptimizerType::onebit_lamb) {
     r.get("optimizer.params.max_coeff", o.max_coeff, kNonNegative);
     r.get("optimizer.params.min_coeff", o.min_coeff, kNonNegative);
-    r.get("optimizer.params.eps_inside_sqrt", o.eps_inside_sqrt);
+    if (o.type == OptimizerType::lamb) r.get("optimizer.params.eps_inside_sqrt", o.eps_inside_sqrt);
     if (o.min_coeff > o.max_coeff)
       problems.mistake("optimizer.params.min_coeff",
                        "optimizer.params.min_coeff {} is above max_coeff {}: the trust ratio is "
@@ -596,6 +626,12 @@ Config check_config(const json& input, Problems& problems) {
   r.get("fp16.hysteresis", c.fp16.hysteresis, IntRange{1});
   r.get("fp16.consecutive_hysteresis", c.fp16.consecutive_hysteresis);
   r.get("fp16.min_loss_scale", c.fp16.min_loss_scale, kPositive);
+  r.get("fp16.auto_cast", c.fp16.auto_cast);
+  if (c.fp16.auto_cast && !c.fp16.enabled)
+    r.problems().mistake("fp16.auto_cast",
+                         "fp16.auto_cast is true but fp16.enabled is not: auto_cast rounds the "
+                         "model's inputs to fp16 only when training in fp16; set fp16.enabled to "
+                         "true or remove fp16.auto_cast");
   r.get("bf16.enabled", c.bf16.enabled);
 
   read_optimizer(r, c.optimizer, c.notes);

@@ -52,6 +52,9 @@ constexpr KeySpec kSchema[] = {
     {"fp16.consecutive_hysteresis", K::boolean, "false",
      "Refill the hysteresis budget after each step without overflow."},
     {"fp16.min_loss_scale", K::number, "1.0", "Lower bound of the dynamic loss scale."},
+    {"fp16.auto_cast", K::boolean, "false",
+     "Round the model's floating-point inputs (f32 batch fields) to fp16 before every forward, "
+     "as DeepSpeed's auto_cast casts them; needs fp16.enabled."},
     // ---- bf16 (DeepSpeed) ----
     {"bf16", K::object, "{}", "bfloat16 compute with float32 master weights (no loss scale)."},
     {"bf16.enabled", K::boolean, "false", "Train in bfloat16. Exclusive with fp16.enabled."},
@@ -60,21 +63,22 @@ constexpr KeySpec kSchema[] = {
     {"optimizer.type", K::string, "\"AdamW\"",
      "\"Adam\", \"AdamW\", \"AdamW8bit\" (AdamW with 8-bit block-wise quantized m and v), "
      "\"Adafactor\", \"Lamb\" (DeepSpeed's FusedLamb: per-parameter trust ratio), \"OneBitAdam\" "
-     "(DeepSpeed's 1-bit Adam: compressed momentum exchange after freeze_step; ZeRO stage 0) or "
+     "(DeepSpeed's 1-bit Adam: compressed momentum exchange after freeze_step; ZeRO stage 0), "
+     "\"OneBitLamb\" (DeepSpeed's 1-bit LAMB: the same after LAMB's warm-up; ZeRO stage 0) or "
      "\"SGD\" (any letter case)."},
     {"optimizer.params", K::object, "{}",
      "Optimizer parameters; only those the type uses are accepted."},
     {"optimizer.params.lr", K::number, "0.001",
      "Learning rate (the peak rate when a scheduler runs)."},
     {"optimizer.params.betas", K::number_pair, "[0.9, 0.999]",
-     "Adam/AdamW/AdamW8bit/Lamb moment decay rates, each in [0, 1)."},
+     "Adam/AdamW/AdamW8bit/Lamb/OneBitAdam/OneBitLamb moment decay rates, each in [0, 1)."},
     {"optimizer.params.eps", K::number_or_pair, "1e-08; Adafactor: [1e-30, 0.001]",
-     "Adam/AdamW/AdamW8bit/Lamb: denominator term (a number). Adafactor: [eps1, eps2], eps1 added to "
+     "Adam/AdamW/AdamW8bit/Lamb/OneBitAdam/OneBitLamb: denominator term (a number). Adafactor: [eps1, eps2], eps1 added to "
      "grad² before its means, eps2 the least parameter scale (scale_parameter)."},
     {"optimizer.params.weight_decay", K::number,
-     "0.01 for AdamW and AdamW8bit, 0.0 for Adam, Adafactor, Lamb and SGD",
+     "0.01 for AdamW and AdamW8bit, 0.0 for the others",
      "Weight decay (decoupled for AdamW, AdamW8bit, Adafactor and for Adam with adam_w_mode; "
-     "Lamb adds weight_decay × p to the update whose norm the trust ratio takes); "
+     "Lamb and OneBitLamb add weight_decay × p to the update whose norm the trust ratio takes); "
      "applied to parameters with >= 2 dims only."},
     {"optimizer.params.adam_w_mode", K::boolean, "true",
      "Adam only: decoupled weight decay as in DeepSpeed's default; must be true (L2-coupled Adam "
@@ -84,16 +88,29 @@ constexpr KeySpec kSchema[] = {
      "Adam/AdamW/AdamW8bit: divide the moments by 1 - beta^t (PyTorch, DeepSpeed's default); "
      "Lamb: step size lr × sqrt(1 - beta2^t) / (1 - beta1^t), as FusedLamb; "
      "false steps by lr * m / (sqrt(v) + eps) as DeepSpeed's FusedAdam and CPUAdam do with "
-     "bias_correction false."},
+     "bias_correction false. OneBitAdam, OneBitLamb: false only (DeepSpeed never applies it "
+     "there)."},
     {"optimizer.params.max_coeff", K::number, "10.0",
-     "Lamb: upper bound of the trust ratio ||p|| / ||update|| (per parameter)."},
+     "Lamb, OneBitLamb's warm-up: upper bound of the trust ratio ||p|| / ||update|| (per "
+     "parameter)."},
     {"optimizer.params.min_coeff", K::number, "0.01",
-     "Lamb: lower bound of the trust ratio; <= max_coeff."},
+     "Lamb, OneBitLamb's warm-up: lower bound of the trust ratio; <= max_coeff."},
     {"optimizer.params.eps_inside_sqrt", K::boolean, "false",
-     "Lamb: denominator sqrt(v + eps) instead of sqrt(v) + eps."},
+     "Lamb: denominator sqrt(v + eps) instead of sqrt(v) + eps (OneBitLamb: false only, as "
+     "DeepSpeed never applies it there)."},
     {"optimizer.params.freeze_step", K::integer, "100000",
      "OneBitAdam: Adam steps (gradients averaged, no bias correction) before the second moment "
-     "freezes and the momenta are averaged by the 1-bit compressed all-reduce."},
+     "freezes and the momenta are averaged by the 1-bit compressed all-reduce; OneBitLamb: the "
+     "same with LAMB steps (>= 1)."},
+    {"optimizer.params.coeff_beta", K::number, "0.9",
+     "OneBitLamb: decay of the running average of the warm-up's trust ratios (the compressed "
+     "phase's base coefficient), in [0, 1)."},
+    {"optimizer.params.factor_max", K::number, "4.0",
+     "OneBitLamb: upper bound of the compressed phase's factor on that coefficient."},
+    {"optimizer.params.factor_min", K::number, "0.5",
+     "OneBitLamb: lower bound of that factor; > 0 and <= factor_max."},
+    {"optimizer.params.factor_threshold", K::number, "0.1",
+     "OneBitLamb: most the factor moves from one update to the next (relative), in [0, 1)."},
     {"optimizer.params.momentum", K::number, "0.0", "SGD momentum in [0, 1)."},
     {"optimizer.params.nesterov", K::boolean, "false",
      "SGD Nesterov momentum (needs momentum > 0)."},

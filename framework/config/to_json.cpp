@@ -19,6 +19,8 @@ std::string_view to_string(OptimizerType t) {
       return "Lamb";
     case OptimizerType::onebit_adam:
       return "OneBitAdam";
+    case OptimizerType::onebit_lamb:
+      return "OneBitLamb";
   }
   return "?";
 }
@@ -88,11 +90,18 @@ json optimizer_json(const Optimizer& o) {
     p["eps"] = o.eps;
     p["bias_correction"] = o.bias_correction;
     if (o.type == OptimizerType::adam) p["adam_w_mode"] = o.adam_w_mode;
-    if (o.type == OptimizerType::onebit_adam) p["freeze_step"] = o.freeze_step;
-    if (o.type == OptimizerType::lamb) {
+    if (o.type == OptimizerType::onebit_adam || o.type == OptimizerType::onebit_lamb)
+      p["freeze_step"] = o.freeze_step;
+    if (o.type == OptimizerType::lamb || o.type == OptimizerType::onebit_lamb) {
       p["max_coeff"] = o.max_coeff;
       p["min_coeff"] = o.min_coeff;
       p["eps_inside_sqrt"] = o.eps_inside_sqrt;
+    }
+    if (o.type == OptimizerType::onebit_lamb) {
+      p["coeff_beta"] = o.coeff_beta;
+      p["factor_max"] = o.factor_max;
+      p["factor_min"] = o.factor_min;
+      p["factor_threshold"] = o.factor_threshold;
     }
   }
   return {{"type", str(to_string(o.type))}, {"params", p}};
@@ -214,7 +223,8 @@ json to_json(const Config& c) {
                {"loss_scale_window", c.fp16.loss_scale_window},
                {"hysteresis", c.fp16.hysteresis},
                {"consecutive_hysteresis", c.fp16.consecutive_hysteresis},
-               {"min_loss_scale", c.fp16.min_loss_scale}};
+               {"min_loss_scale", c.fp16.min_loss_scale},
+               {"auto_cast", c.fp16.auto_cast}};
   j["bf16"] = {{"enabled", c.bf16.enabled}};
   j["optimizer"] = optimizer_json(c.optimizer);
   j["scheduler"] = scheduler_json(c.scheduler);

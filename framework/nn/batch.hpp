@@ -29,6 +29,8 @@ class Batch {
   // Samples [begin, end) of every field (views along dim 0, the sample dimension): a smaller
   // micro-batch inside this one.
   Batch rows(std::int64_t begin, std::int64_t end) const;
+  // A copy with storage of its own (same fields, same values, host memory).
+  Batch clone() const;
 
   static TensorOptions host_options() {
     return TensorOptions{Device::cpu(), Tier::host, Category::other, nullptr};
@@ -38,6 +40,10 @@ class Batch {
   std::vector<BatchField> fields_;
   std::vector<Tensor> tensors_;
 };
+
+// DeepSpeed's fp16.auto_cast: every f32 field (the model's floating-point inputs) rounded to the
+// nearest fp16 value in place; other fields (token ids, labels) untouched.
+void round_inputs_to_fp16(Batch& batch);
 
 // Where micro-batches come from: fills one (this rank's share of the global batch) at a time, and
 // says where it is so that a checkpoint can resume at exactly the next sample.

@@ -89,6 +89,23 @@ TrainerOptions trainer_options(const config::Config& cfg) {
       h.freeze_step = opt.freeze_step;
       break;
     }
+    case config::OptimizerType::onebit_lamb: {
+      o.optimizer = OptimizerKind::onebit_lamb;
+      optim::OneBitLambHyper& h = o.onebit_lamb;
+      h.lr = opt.lr;
+      h.beta1 = opt.betas[0];
+      h.beta2 = opt.betas[1];
+      h.eps = opt.eps;
+      h.weight_decay = opt.weight_decay;
+      h.max_coeff = opt.max_coeff;
+      h.min_coeff = opt.min_coeff;
+      h.freeze_step = opt.freeze_step;
+      h.coeff_beta = opt.coeff_beta;
+      h.factor_max = opt.factor_max;
+      h.factor_min = opt.factor_min;
+      h.factor_threshold = opt.factor_threshold;
+      break;
+    }
     case config::OptimizerType::lamb: {
       o.optimizer = OptimizerKind::lamb;
       optim::LambHyper& h = o.lamb;

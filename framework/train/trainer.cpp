@@ -8,6 +8,7 @@
 #include "framework/train/adafactor_step.hpp"
 #include "framework/train/grad_view.hpp"
 #include "framework/train/lamb_step.hpp"
+#include "framework/train/onebit_lamb_step.hpp"
 
 namespace strata::train {
 
@@ -28,6 +29,7 @@ const char* optimizer_name(OptimizerKind k) {
     case OptimizerKind::adafactor: return "Adafactor";
     case OptimizerKind::lamb: return "Lamb";
     case OptimizerKind::onebit_adam: return "OneBitAdam";
+    case OptimizerKind::onebit_lamb: return "OneBitLamb";
   }
   return "?";
 }
@@ -45,6 +47,7 @@ double base_lr(const TrainerOptions& o) {
     case OptimizerKind::adafactor: return o.adafactor.lr;
     case OptimizerKind::lamb: return o.lamb.lr;
     case OptimizerKind::onebit_adam: return o.onebit.lr;
+    case OptimizerKind::onebit_lamb: return o.onebit_lamb.lr;
     default: return o.adamw.lr;
   }
 }
@@ -61,6 +64,11 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
       optim::validate(opts.onebit);
       STRATA_CHECK(red_.ranks == 1 || red_.compressed_average, "train",
                    "1-bit Adam on {} ranks needs ShardReductions::compressed_average", red_.ranks);
+      break;
+    case OptimizerKind::onebit_lamb:
+      onebit_lamb_ = std::make_unique<OneBitLambStep>(store, opts.onebit_lamb);
+      STRATA_CHECK(red_.ranks == 1 || red_.compressed_average, "train",
+                   "1-bit LAMB on {} ranks needs ShardReductions::compressed_average", red_.ranks);
       break;
     default: optim::validate(opts.adamw);
   }
@@ -85,6 +93,10 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
         STRATA_CHECK(ul.lo == 0 && ul.hi >= ul.numel, "train",
                      "1-bit Adam needs every unit whole (ZeRO stage 0): unit {} owns [{}, {})", u,
                      ul.lo, ul.hi);
+        for (const ErrorSlots& e : error_slots(u)) l.errors += e.size;
+        break;
+      case OptimizerKind::onebit_lamb:  // wholeness checked by OneBitLambStep
+        l.factored = OneBitLambStep::factored_size(ul);
         for (const ErrorSlots& e : error_slots(u)) l.errors += e.size;
         break;
       case OptimizerKind::sgd: l.second_moment = false; break;
@@ -193,13 +205,16 @@ StepResult Trainer::step() {
   states_->begin_step();
   if (store_.options().memory.device.is_meta() &&
       (opts_.optimizer == OptimizerKind::adafactor || opts_.optimizer == OptimizerKind::adamw8bit ||
-       (opts_.optimizer == OptimizerKind::onebit_adam && opts_.onebit.frozen(k)))) {
+       (opts_.optimizer == OptimizerKind::onebit_adam && opts_.onebit.frozen(k)) ||
+       opts_.optimizer == OptimizerKind::onebit_lamb)) {
     step_on_meta();
   } else if (opts_.optimizer == OptimizerKind::adafactor) {
     const double rho = adafactor_->run(store_, *states_, red_, k, r.lr, grad_scale);
     if (opts_.adafactor.relative_step) r.lr = rho;
   } else if (opts_.optimizer == OptimizerKind::lamb) {
     lamb_->run(store_, *states_, red_, k, r.lr, grad_scale);
+  } else if (opts_.optimizer == OptimizerKind::onebit_lamb) {
+    onebit_lamb_->run(store_, *states_, red_, k, r.lr, grad_scale);
   } else if (opts_.optimizer == OptimizerKind::onebit_adam && opts_.onebit.frozen(k)) {
     step_onebit_frozen(r.lr, grad_scale);
   } else {
@@ -215,10 +230,18 @@ StepResult Trainer::step() {
 }
 
 // The memory planner's step (the meta device) for the optimizers whose kernels work on host
-// pointers (AdamW8bit, Adafactor, 1-bit Adam's frozen phase): nothing is computed, but every unit's state, parameter slice
-// and gradient slice is acquired and released as a real step does, with the f32 copy of a 16-bit
-// gradient the kernels read, so the memory charged and the offload traffic are the same.
+// pointers (AdamW8bit, Adafactor, 1-bit Adam's frozen phase, 1-bit LAMB): nothing is computed,
+// but every unit's state, parameter slice and gradient slice is acquired and released as a real
+// step does, with the f32 copy of a 16-bit gradient the kernels read (and 1-bit LAMB's two
+// copies of the momenta), so the memory charged and the offload traffic are the same.
 void Trainer::step_on_meta() {
+  Tensor lamb_last, lamb_fused;  // 1-bit LAMB's compressed step holds two copies of the momenta
+  if (opts_.optimizer == OptimizerKind::onebit_lamb && opts_.onebit_lamb.frozen(updates_ + 1)) {
+    const Shape all{onebit_lamb_->fused_numel()};
+    const TensorOptions work = store_.options().memory.with(Category::workspace);
+    lamb_last = Tensor::empty(all, DType::f32, work);
+    lamb_fused = Tensor::empty(all, DType::f32, work);
+  }
   store_.expect_value_shards_in_order();
   store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
@@ -292,12 +315,26 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
 }
 
 bool Trainer::local_gradients_next() const {
-  return opts_.optimizer == OptimizerKind::onebit_adam && red_.ranks > 1 &&
-         opts_.onebit.frozen(updates_ + 1);
+  if (red_.ranks <= 1) return false;
+  if (opts_.optimizer == OptimizerKind::onebit_adam) return opts_.onebit.frozen(updates_ + 1);
+  if (opts_.optimizer == OptimizerKind::onebit_lamb) return opts_.onebit_lamb.frozen(updates_ + 1);
+  return false;
 }
 
 std::vector<Trainer::ErrorSlots> Trainer::error_slots(std::size_t u) const {
   std::vector<ErrorSlots> out;
+  if (opts_.optimizer == OptimizerKind::onebit_lamb) {
+    // One fused tensor of every parameter: its errors sit on the first unit's first parameter.
+    std::size_t first = 0;
+    while (first < store_.num_units() && store_.layout(first).params.empty()) ++first;
+    out.resize(store_.layout(u).params.size());
+    if (u == first && !out.empty()) {
+      const auto n = static_cast<std::size_t>(onebit_lamb_->fused_numel());
+      out[0] = {0, static_cast<std::int64_t>(optim::onebit_padded_size(n, red_.ranks)),
+                static_cast<std::int64_t>(optim::onebit_error_size(n, red_.ranks))};
+    }
+    return out;
+  }
   std::int64_t at = 0;
   for (const nn::Parameter* p : store_.layout(u).params) {
     const auto n = static_cast<std::size_t>(p->shape.numel());

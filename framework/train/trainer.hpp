@@ -15,6 +15,7 @@
 #include "framework/optim/adamw.hpp"
 #include "framework/optim/lamb.hpp"
 #include "framework/optim/onebit_adam.hpp"
+#include "framework/optim/onebit_lamb.hpp"
 #include "framework/optim/lr_schedule.hpp"
 #include "framework/optim/sgd.hpp"
 #include "framework/precision/loss_scaler.hpp"
@@ -23,7 +24,7 @@
 namespace strata::train {
 
 enum class Precision { f32, bf16, fp16 };
-enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam };
+enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam, onebit_lamb };
 
 struct TrainerOptions {
   OptimizerKind optimizer = OptimizerKind::adamw;
@@ -32,6 +33,7 @@ struct TrainerOptions {
   optim::AdafactorHyper adafactor;
   optim::LambHyper lamb;
   optim::OneBitAdamHyper onebit;
+  optim::OneBitLambHyper onebit_lamb;
   optim::ScheduleSpec schedule;
   double max_grad_norm = 0.0;  // 0: no clipping
   Precision precision = Precision::f32;
@@ -62,7 +64,8 @@ struct ShardReductions {
   // False on tensor-parallel parts other than the first: the parameters that are not split
   // (placement replicated, equal on every part) are left out of this part's gradient norm.
   bool count_replicated = true;
-  // 1-bit Adam: the data-parallel ranks whose momenta compressed_average averages in place
+  // 1-bit Adam and 1-bit LAMB: the data-parallel ranks whose momenta compressed_average averages
+  // in place
   // (optim::ErrorFeedbackTensor; the error buffers are sized for `ranks`). ranks 1: not called.
   int ranks = 1;
   std::function<void(std::span<const optim::ErrorFeedbackTensor>)> compressed_average;
@@ -70,6 +73,7 @@ struct ShardReductions {
 
 class AdafactorStep;
 class LambStep;
+class OneBitLambStep;
 
 class Trainer {
  public:
@@ -99,12 +103,15 @@ class Trainer {
   const AdafactorStep* adafactor() const { return adafactor_.get(); }
   // The LAMB update (null for other optimizers): its last trust ratios.
   const LambStep* lamb() const { return lamb_.get(); }
+  // The 1-bit LAMB update (null for other optimizers): its last coefficients.
+  const OneBitLambStep* onebit_lamb() const { return onebit_lamb_.get(); }
   void set_updates(std::int64_t n) { updates_ = n; }
-  // Whether the next step folds each rank's own gradients into its momentum (1-bit Adam past
-  // freeze_step on several ranks): the engine then skips the gradient all-reduce.
+  // Whether the next step folds each rank's own gradients into its momentum (1-bit Adam or 1-bit
+  // LAMB past freeze_step on several ranks): the engine then skips the gradient all-reduce.
   bool local_gradients_next() const;
   // 1-bit Adam: unit u's parameters' error buffers as offsets into its `errors` state (worker
-  // error at .worker, server error at .server), for checkpoints.
+  // error at .worker, server error at .server), for checkpoints. 1-bit LAMB exchanges one fused
+  // tensor: its errors are unit 0's first parameter's slot, every other slot has size 0.
   struct ErrorSlots {
     std::int64_t worker = 0, server = 0, size = 0;  // size: worker + server floats
   };
@@ -126,10 +133,12 @@ class Trainer {
   std::unique_ptr<OptimizerStateStore> states_;
   std::unique_ptr<AdafactorStep> adafactor_;
   std::unique_ptr<LambStep> lamb_;
+  std::unique_ptr<OneBitLambStep> onebit_lamb_;
   std::int64_t updates_ = 0;
 };
 
-// "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam" (as in the config).
+// "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam", "OneBitLamb" (as in the
+// config).
 const char* optimizer_name(OptimizerKind k);
 
 // The ParamStore pad_multiple an optimizer needs for `shard_count` shards: AdamW8bit's

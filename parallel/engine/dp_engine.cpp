@@ -78,7 +78,13 @@ nn::Context DataParallelEngine::eval_context() const {
   return c;
 }
 
-double DataParallelEngine::eval_loss(const nn::Batch& batch) {
+double DataParallelEngine::eval_loss(const nn::Batch& given) {
+  nn::Batch rounded;
+  if (opts_.auto_cast_fp16) {  // every forward, as DeepSpeed's auto_cast
+    rounded = given.clone();
+    nn::round_inputs_to_fp16(rounded);
+  }
+  const nn::Batch& batch = opts_.auto_cast_fp16 ? rounded : given;
   if (pipe_) return pipe_->eval_loss(batch, eval_context());
   nn::Context c = eval_context();
   return model_.forward(c, batch);
@@ -114,7 +120,14 @@ std::optional<MicroBatchChange> DataParallelEngine::set_micro_batch(int m, std::
   return c;
 }
 
-EngineStep DataParallelEngine::run_step(const NextBatch& next_batch, bool& recoverable) {
+EngineStep DataParallelEngine::run_step(const NextBatch& fill, bool& recoverable) {
+  // fp16.auto_cast: the model sees its floating-point inputs rounded to fp16.
+  const NextBatch next_batch =
+      opts_.auto_cast_fp16 ? NextBatch([&fill](nn::Batch& b) {
+        fill(b);
+        nn::round_inputs_to_fp16(b);
+      })
+                           : fill;
   EngineStep out;
   StepTimes& t = out.times;
   const auto step0 = Clock::now();

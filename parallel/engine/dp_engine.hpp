@@ -32,6 +32,8 @@ struct EngineOptions {
   // and the step is redone with the data's micro-batches split in two (compute micro-batch halved,
   // accumulation doubled: the same samples, the same global batch) — down to micro-batch 1.
   bool recover_oom = false;
+  // fp16.auto_cast (with fp16.enabled): every batch's f32 fields rounded to fp16 before forward.
+  bool auto_cast_fp16 = false;
 };
 
 // The micro-batch the engine computes changed: out-of-memory recovery, or a resumed run that had

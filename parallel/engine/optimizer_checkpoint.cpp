@@ -5,6 +5,7 @@
 #include "framework/checkpoint/flat_range.hpp"
 #include "framework/optim/quantize.hpp"
 #include "framework/train/adafactor_step.hpp"
+#include "framework/train/onebit_lamb_step.hpp"
 
 namespace strata::parallel {
 
@@ -15,6 +16,10 @@ namespace {
 
 std::string errors_entry(const nn::Parameter& p, int rank, int ranks) {
   return ck::state_entry_name(p.name, fmt::format("errors_{}_of_{}", rank, ranks));
+}
+
+std::string scalars_entry(const nn::Parameter& p) {
+  return ck::state_entry_name(p.name, "onebit_lamb");
 }
 
 constexpr auto kBlock = static_cast<std::int64_t>(optim::kQuantBlock);
@@ -69,12 +74,23 @@ void visit(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
       elem(ck::kExpAvg, &S::m, DType::f32);
       elem(ck::kExpAvgSq, &S::v, DType::f32);
       break;
-    case OptimizerKind::onebit_adam: {
+    case OptimizerKind::onebit_adam:
+    case OptimizerKind::onebit_lamb: {
       elem(ck::kExpAvg, &S::m, DType::f32);
       elem(ck::kExpAvgSq, &S::v, DType::f32);
+      if (t.options().optimizer == OptimizerKind::onebit_lamb) {
+        elem(ck::kExpAvgSqFresh, &S::factored, DType::f32);
+        // The scalars are equal on every rank: saved once, by the rank that saves replicated state.
+        for (std::size_t i = 0; r.replicated && i < l.params.size(); ++i)
+          f(ck::SliceRef{std::string(ck::kOneBitLambScalars), scalars_entry(*l.params[i]),
+                         Shape{static_cast<std::int64_t>(optim::kOneBitLambScalars)}, DType::f32, 0,
+                         static_cast<std::int64_t>(optim::kOneBitLambScalars),
+                         at(&S::factored, train::OneBitLambStep::scalars_offset(l, i), DType::f32)});
+      }
       const auto slots = t.error_slots(u);
       for (std::size_t i = 0; i < l.params.size(); ++i)
-        f(ck::SliceRef{std::string(ck::kCompressionErrors),
+        if (slots[i].size > 0)
+          f(ck::SliceRef{std::string(ck::kCompressionErrors),
                        errors_entry(*l.params[i], r.dp_rank, r.dp_size), Shape{slots[i].size},
                        DType::f32, 0, slots[i].size, at(&S::errors, slots[i].worker, DType::f32)});
       break;
@@ -135,6 +151,7 @@ const char* checkpoint_optimizer_name(const train::Trainer& t) {
     case OptimizerKind::adafactor: return "adafactor";
     case OptimizerKind::lamb: return "lamb";
     case OptimizerKind::onebit_adam: return "onebitadam";
+    case OptimizerKind::onebit_lamb: return "onebitlamb";
   }
   return "?";
 }
@@ -224,14 +241,24 @@ void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn:
       read_elem(ck::kExpAvg, s.m);
       read_elem(ck::kExpAvgSq, s.v);
       break;
-    case OptimizerKind::onebit_adam: {
+    case OptimizerKind::onebit_adam:
+    case OptimizerKind::onebit_lamb: {
       read_elem(ck::kExpAvg, s.m);
       read_elem(ck::kExpAvgSq, s.v);
-      s.errors.zero();
+      if (t.options().optimizer == OptimizerKind::onebit_lamb) {
+        s.factored.zero();
+        read_elem(ck::kExpAvgSqFresh, s.factored);
+        for (std::size_t i = 0; i < l.params.size(); ++i)
+          reader.read_range(ck::kOneBitLambScalars, scalars_entry(*l.params[i]), 0,
+                            static_cast<std::int64_t>(optim::kOneBitLambScalars),
+                            s.factored.data<float>() + train::OneBitLambStep::scalars_offset(l, i),
+                            DType::f32);
+      }
+      if (s.errors.defined()) s.errors.zero();  // 1-bit LAMB: only the first unit has errors
       const auto slots = t.error_slots(u);
       for (std::size_t i = 0; i < l.params.size(); ++i) {
         const std::string name = errors_entry(*l.params[i], dp_rank, dp_size);
-        if (reader.has(ck::kCompressionErrors, name))
+        if (slots[i].size > 0 && reader.has(ck::kCompressionErrors, name))
           reader.read_range(ck::kCompressionErrors, name, 0, slots[i].size,
                             s.errors.data<float>() + slots[i].worker, DType::f32);
       }

@@ -11,6 +11,9 @@
 //   OneBitAdam exp_avg, exp_avg_sq as AdamW; each rank's compression errors of each parameter
 //              on "<param>#errors_<rank>_of_<ranks>" (compression_errors), read back by the
 //              same rank on as many ranks, else zeroed.
+//   OneBitLamb exp_avg, exp_avg_sq, exp_avg_sq_fresh per element; each parameter's scalars
+//              (coeff_freeze, last_factor, scaling) on "<param>#onebit_lamb" (written once);
+//              each rank's errors of the one fused tensor on its first parameter's errors entry.
 #pragma once
 
 #include <algorithm>

@@ -34,16 +34,19 @@ Grid make_grid(const config::Config& cfg, const Group& world) {
                 "taken over whole parameters, not tensor-parallel parts): use AdamW or SGD, or "
                 "tensor parallel size 1", train::optimizer_name(kind), g.tp_size());
   }
-  if (train::trainer_options(cfg).optimizer == train::OptimizerKind::onebit_adam) {
-    // DeepSpeed refuses 1-bit Adam with ZeRO too: its momentum exchange needs whole tensors.
+  if (const train::OptimizerKind kind = train::trainer_options(cfg).optimizer;
+      kind == train::OptimizerKind::onebit_adam || kind == train::OptimizerKind::onebit_lamb) {
+    // DeepSpeed refuses 1-bit Adam and LAMB with ZeRO too: the momentum exchange needs whole
+    // tensors.
     if (cfg.zero_optimization.stage != 0)
-      user_fail("engine", "optimizer.type OneBitAdam with zero_optimization.stage {} is not "
+      user_fail("engine", "optimizer.type {} with zero_optimization.stage {} is not "
                 "supported (DeepSpeed refuses it too: the compressed momentum exchange needs every "
                 "rank to hold whole tensors); set zero_optimization.stage to 0",
-                cfg.zero_optimization.stage);
+                train::optimizer_name(kind), cfg.zero_optimization.stage);
     if (g.tp_size() > 1 || g.pp_size() > 1)
-      user_fail("engine", "optimizer.type OneBitAdam with tensor or pipeline parallelism (sizes "
-                "{} and {}) is not implemented: set both to 1", g.tp_size(), g.pp_size());
+      user_fail("engine", "optimizer.type {} with tensor or pipeline parallelism (sizes "
+                "{} and {}) is not implemented: set both to 1", train::optimizer_name(kind),
+                g.tp_size(), g.pp_size());
   }
   if (cfg.strata.memory.on_oom == config::OnOom::recover && (g.tp_size() > 1 || g.pp_size() > 1))
     user_fail("engine", "strata.memory.on_oom \"recover\" with strata.tensor_parallel_size {} and "
@@ -101,6 +104,7 @@ EngineOptions engine_options(const config::Config& cfg) {
   eo.zero.prescale = cfg.prescale_gradients;
   eo.zero.predivide = cfg.gradient_predivide_factor;
   eo.recover_oom = cfg.strata.memory.on_oom == config::OnOom::recover;
+  eo.auto_cast_fp16 = cfg.fp16.enabled && cfg.fp16.auto_cast;
   return eo;
 }
 
@@ -152,7 +156,9 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
   train::ShardReductions reductions = stage > 0 ? dp_reductions(dp) : train::ShardReductions{};
   reductions = tp_reductions(std::move(reductions), grid_.tp());
-  if (topts.optimizer == train::OptimizerKind::onebit_adam && dp.size() > 1) {
+  if ((topts.optimizer == train::OptimizerKind::onebit_adam ||
+       topts.optimizer == train::OptimizerKind::onebit_lamb) &&
+      dp.size() > 1) {
     // Past freeze_step each rank's gradients are its own: overflow is decided over dp (every rank
     // skips the same steps), and the momenta go through the compressed all-reduce.
     reductions.any = dp_reductions(dp).any;

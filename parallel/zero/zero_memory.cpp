@@ -30,6 +30,15 @@ OptimizerStateBytes optimizer_state_bytes(const train::TrainerOptions& o, bool m
         b.replicated += 4.0 * static_cast<double>(optim::onebit_error_size(
                                   static_cast<std::size_t>(s.numel()), ranks));
       break;
+    case train::OptimizerKind::onebit_lamb: {
+      // m, v, v_fresh; 3 scalars per parameter; the errors of one fused tensor of all of them.
+      b.per_element += 12.0;
+      std::size_t total = 0;
+      for (const Shape& s : shapes) total += static_cast<std::size_t>(s.numel());
+      b.replicated += 4.0 * static_cast<double>(optim::onebit_error_size(total, ranks)) +
+                      4.0 * static_cast<double>(optim::kOneBitLambScalars * shapes.size());
+      break;
+    }
     case train::OptimizerKind::sgd: b.per_element += 4.0; break;
     case train::OptimizerKind::adamw8bit:
       b.per_element += 2.0 + 8.0 / static_cast<double>(optim::kQuantBlock);
@@ -65,6 +74,8 @@ std::string describe(const train::TrainerOptions& o, bool master, const Optimize
                        format_bytes(static_cast<std::uint64_t>(b.replicated)),
                        o.optimizer == train::OptimizerKind::onebit_adam
                            ? "its own compression errors"
+                       : o.optimizer == train::OptimizerKind::onebit_lamb
+                           ? "its own compression errors and per-parameter scalars"
                            : "replicated row/column statistics");
   return out;
 }

@@ -118,6 +118,23 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
       opt.freeze_step = h.freeze_step;
       break;
     }
+    case train::OptimizerKind::onebit_lamb: {
+      const optim::OneBitLambHyper& h = o.onebit_lamb;
+      opt.type = config::OptimizerType::onebit_lamb;
+      opt.lr = h.lr;
+      opt.betas = {h.beta1, h.beta2};
+      opt.eps = h.eps;
+      opt.weight_decay = h.weight_decay;
+      opt.bias_correction = false;
+      opt.max_coeff = h.max_coeff;
+      opt.min_coeff = h.min_coeff;
+      opt.freeze_step = h.freeze_step;
+      opt.coeff_beta = h.coeff_beta;
+      opt.factor_max = h.factor_max;
+      opt.factor_min = h.factor_min;
+      opt.factor_threshold = h.factor_threshold;
+      break;
+    }
     case train::OptimizerKind::adamw:
     case train::OptimizerKind::adamw8bit:
       opt.type = o.optimizer == train::OptimizerKind::adamw8bit ? config::OptimizerType::adamw8bit

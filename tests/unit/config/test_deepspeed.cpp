@@ -285,6 +285,19 @@ TEST(DeepSpeedKeys, DocsListEveryOne) {
         << "docs/config.md lacks (or has an old version of) " << line
         << "; regenerate it with `strata config keys --deepspeed --markdown`";
   }
+  // And the other way round: the table's rows are all generated ones (no stale row stays behind
+  // once a feature is implemented).
+  std::set<std::string> rows;
+  for (const auto& r : deepspeed_key_rows())
+    rows.insert(fmt::format("| `{}` | {} | {} |", r.key, r.noop_values, r.otherwise));
+  const std::size_t table = doc.find("| DeepSpeed key | accepted (ignored, with a note) at |");
+  ASSERT_NE(table, std::string::npos);
+  std::istringstream lines(doc.substr(table));
+  std::string line;
+  std::getline(lines, line);  // header
+  std::getline(lines, line);  // rule
+  while (std::getline(lines, line) && line.starts_with("| "))
+    EXPECT_TRUE(rows.count(line)) << "docs/config.md has a row no longer generated: " << line;
 }
 
 }  // namespace

@@ -190,7 +190,7 @@ TEST(ConfigParse, ToJsonParsesBackToTheSameConfig) {
 // has that value in to_json of a minimal config, and to_json prints every key.
 TEST(ConfigSchema, DocumentedDefaultsAreTheParsedDefaults) {
   std::vector<json> variants;
-  for (const char* opt : {"AdamW", "Adam", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam"}) {
+  for (const char* opt : {"AdamW", "Adam", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam", "OneBitLamb"}) {
     json doc = kMinimal;
     doc["optimizer"]["type"] = opt;
     variants.push_back(to_json(parse_config(doc)));

@@ -1,11 +1,12 @@
-// 1-bit Adam in data-parallel training. Up to freeze_step it is Adam without bias correction
-// over averaged gradients: N ranks train like one rank. Past it every rank folds its own
-// gradients into its momentum and the momenta are averaged by the 1-bit compressed all-reduce:
-// the ranks' weights stay bitwise equal, the second moment stays frozen, each rank's worker error
-// is its own, and the GPT still learns. A run resumed from a checkpoint taken in the compressed
-// phase is bitwise the run that never stopped (the compression errors are saved per rank; a
-// resume without them goes elsewhere). ZeRO stages above 0 and model parallelism are refused in
-// one line (DeepSpeed refuses ZeRO with 1-bit Adam too).
+// 1-bit Adam and 1-bit LAMB in data-parallel training, each test run for both. Up to freeze_step
+// they are Adam / LAMB without bias correction over averaged gradients: N ranks train like one
+// rank. Past it every rank folds its own gradients into its momentum and the momenta are averaged
+// by the 1-bit compressed all-reduce: the ranks' weights stay bitwise equal, the second moment
+// stays frozen, each rank's worker error is its own, and the GPT still learns. A run resumed from
+// a checkpoint taken in the compressed phase is bitwise the run that never stopped (the
+// compression errors are saved per rank, 1-bit LAMB's fresh second moment and scalars once; a
+// resume without the errors goes elsewhere). ZeRO stages above 0 and model parallelism are
+// refused in one line (DeepSpeed refuses ZeRO with both too).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -17,22 +18,47 @@ using namespace strata;
 using namespace strata::test;
 
 namespace {
-namespace test_onebit_adam {
+namespace test_onebit {
 
 using train::OptimizerKind;
 
-train::TrainerOptions onebit(std::int64_t freeze_step) {
+train::TrainerOptions onebit(OptimizerKind kind, std::int64_t freeze_step) {
   train::TrainerOptions o = trainer_options(DType::f32);
-  o.optimizer = OptimizerKind::onebit_adam;
+  o.optimizer = kind;
   o.onebit.lr = 1e-3;
   o.onebit.weight_decay = 0.01;
   o.onebit.freeze_step = freeze_step;
+  o.onebit_lamb.lr = 3e-3;
+  o.onebit_lamb.weight_decay = 0.01;
+  o.onebit_lamb.min_coeff = 0.1;
+  o.onebit_lamb.freeze_step = freeze_step;
   return o;
 }
 
+// The optimizer the warm-up is: AdamW or LAMB, without bias correction.
+train::TrainerOptions warmup_equivalent(OptimizerKind kind) {
+  train::TrainerOptions o = trainer_options(DType::f32);
+  const train::TrainerOptions b = onebit(kind, 1000);
+  if (kind == OptimizerKind::onebit_adam) {
+    o.adamw = optim::onebit_warmup_hyper(b.onebit);
+  } else {
+    o.optimizer = OptimizerKind::lamb;
+    o.lamb = optim::onebit_lamb_warmup_hyper(b.onebit_lamb);
+  }
+  return o;
+}
+
+class OneBit : public ::testing::TestWithParam<OptimizerKind> {
+ protected:
+  train::TrainerOptions onebit(std::int64_t freeze_step) const {
+    return test_onebit::onebit(GetParam(), freeze_step);
+  }
+  std::string name() const { return train::optimizer_name(GetParam()); }
+};
+
 // Every unit's whole state of one kind on this rank (stage 0: whole units): the parameters'
 // elements of the master, m and v (not the store's padding), the error buffers whole.
-std::vector<float> state_of(Replica& r, int which) {  // 0 master, 1 m, 2 v, 3 errors
+std::vector<float> state_of(Replica& r, int which) {  // 0 master, 1 m, 2 v, 3 errors, 4 factored
   std::vector<float> out;
   for (std::size_t u = 0; u < r.store.num_units(); ++u) {
     std::vector<float> x;
@@ -40,7 +66,8 @@ std::vector<float> state_of(Replica& r, int which) {  // 0 master, 1 m, 2 v, 3 e
       x = r.trainer.master_shard(u).to_vector();
     } else {
       auto& s = r.trainer.states().acquire(u);
-      x = (which == 1 ? s.m : which == 2 ? s.v : s.errors).to_vector();
+      const Tensor& t = which == 1 ? s.m : which == 2 ? s.v : which == 3 ? s.errors : s.factored;
+      if (t.defined()) x = t.to_vector();
       r.trainer.states().release(u, false);
     }
     if (which < 3) x.resize(static_cast<std::size_t>(r.store.layout(u).numel));
@@ -58,13 +85,12 @@ bool same_on_every_rank(const parallel::Group& g, std::vector<float> x) {
   return differs == 0;
 }
 
-TEST(OneBitAdam, WarmUpIsAdamWithoutBiasCorrectionAndTrainsLikeOneRank) {
+TEST_P(OneBit, WarmUpIsAdamOrLambWithoutBiasCorrectionAndTrainsLikeOneRank) {
   const SingleThreaded one_thread;
   const auto& w = world();
   const int N = w.size(), b = 2, accum = 2, steps = 8;
   const auto model = tiny_gpt();
-  train::TrainerOptions adam = trainer_options(DType::f32);
-  adam.adamw = optim::onebit_warmup_hyper(onebit(1000).onebit);
+  const train::TrainerOptions adam = warmup_equivalent(GetParam());
   Replica one(model, onebit(1000), w, b, accum, 0);
   Replica plain(model, adam, w, b, accum, 0);
   Replica ref(model, onebit(1000), w.split(w.rank(), 0, "self"), N * b, accum, 0);
@@ -77,15 +103,16 @@ TEST(OneBitAdam, WarmUpIsAdamWithoutBiasCorrectionAndTrainsLikeOneRank) {
     const auto r = ref.engine.train_step(std::ref(fr));
     worst = std::max(worst, std::abs(a.loss - r.loss) / r.loss);
   }
-  EXPECT_TRUE(state_of(one, 0) == state_of(plain, 0)) << "not AdamW without bias correction";
+  EXPECT_TRUE(state_of(one, 0) == state_of(plain, 0)) << "not AdamW/Lamb without bias correction";
   const double l2 = rel_l2(one.master_weights(), ref.master_weights());
   if (w.rank() == 0)
-    std::printf("np=%d 1-bit Adam warm-up vs 1 rank: loss %.2e, weights L2 %.2e\n", N, worst, l2);
+    std::printf("np=%d %s warm-up vs 1 rank: loss %.2e, weights L2 %.2e\n", N, name().c_str(),
+                worst, l2);
   EXPECT_LT(worst, 1e-6);
   EXPECT_LT(l2, 1e-5);
 }
 
-TEST(OneBitAdam, CompressedPhaseKeepsRanksEqualFreezesVAndLearns) {
+TEST_P(OneBit, CompressedPhaseKeepsRanksEqualFreezesVAndLearns) {
   const SingleThreaded one_thread;
   const auto& w = world();
   const int N = w.size(), freeze = 10, steps = 30;
@@ -108,9 +135,10 @@ TEST(OneBitAdam, CompressedPhaseKeepsRanksEqualFreezesVAndLearns) {
   bool nonzero = false;
   for (float e : errors) nonzero = nonzero || e != 0;
   if (w.rank() == 0)
-    std::printf("np=%d 1-bit Adam, freeze_step %d: loss %.3f -> %.3f (last 4 steps)\n", N, freeze,
-                first, last);
-  // Learns (measured: 4.18 -> 4.09 on one rank, whose batch is 2 rows; 3.45-3.19 on 2-4 ranks).
+    std::printf("np=%d %s, freeze_step %d: loss %.3f -> %.3f (last 4 steps)\n", N,
+                name().c_str(), freeze, first, last);
+  // Learns (measured for 1-bit Adam: 4.18 -> 4.09 on one rank, whose batch is 2 rows; 3.45-3.19
+  // on 2-4 ranks).
   EXPECT_LT(last, first - 0.05);
   if (N > 1) {
     EXPECT_TRUE(nonzero) << "no compression error: nothing was compressed";
@@ -121,7 +149,7 @@ TEST(OneBitAdam, CompressedPhaseKeepsRanksEqualFreezesVAndLearns) {
   }
 }
 
-TEST(OneBitAdam, ResumeInTheCompressedPhaseIsBitwise) {
+TEST_P(OneBit, ResumeInTheCompressedPhaseIsBitwise) {
   const SingleThreaded one_thread;
   const auto& w = world();
   SharedTempDir tmp(w, "onebit");
@@ -138,21 +166,23 @@ TEST(OneBitAdam, ResumeInTheCompressedPhaseIsBitwise) {
     a.save();
     for (int s = half; s < steps; ++s) straight.push_back(a.train_step());
     a.ck->wait();
-    for (int k = 0; k < 4; ++k) state_a.push_back(state_of(*a.r, k));
+    for (int k = 0; k < 5; ++k) state_a.push_back(state_of(*a.r, k));
   }
   bool errors_matter = false;
   for (bool drop_errors : {false, true}) {
     Job r(w, spec);
     r.scramble();
     for (std::size_t u = 0; u < r.r->store.num_units(); ++u) {  // the load must replace these too
-      r.r->trainer.states().acquire(u).errors.fill(0.3f);
+      auto& st = r.r->trainer.states().acquire(u);
+      if (st.errors.defined()) st.errors.fill(0.3f);
+      if (st.factored.defined()) st.factored.fill(0.7f);
       r.r->trainer.states().release(u, true);
     }
     ASSERT_TRUE(r.resume("auto"));
     EXPECT_EQ(r.step, half);
     if (drop_errors)
       for (std::size_t u = 0; u < r.r->store.num_units(); ++u) {
-        r.r->trainer.states().acquire(u).errors.zero();
+        if (auto& st = r.r->trainer.states().acquire(u); st.errors.defined()) st.errors.zero();
         r.r->trainer.states().release(u, true);
       }
     bool equal = true;
@@ -160,7 +190,7 @@ TEST(OneBitAdam, ResumeInTheCompressedPhaseIsBitwise) {
       const double l = r.train_step();
       equal = equal && l == straight[s];
     }
-    for (int k = 0; k < 4; ++k) equal = equal && state_of(*r.r, k) == state_a[k];
+    for (int k = 0; k < 5; ++k) equal = equal && state_of(*r.r, k) == state_a[k];
     if (!drop_errors) EXPECT_TRUE(equal) << "the resumed run differs from the straight one";
     else errors_matter = !equal;
   }
@@ -168,7 +198,7 @@ TEST(OneBitAdam, ResumeInTheCompressedPhaseIsBitwise) {
   if (w.size() > 1) EXPECT_TRUE(errors_matter);
 }
 
-TEST(OneBitAdam, ZeroStagesAboveZeroAndModelParallelismAreRefused) {
+TEST_P(OneBit, ZeroStagesAboveZeroAndModelParallelismAreRefused) {
   const auto& w = world();
   auto refused = [&](int stage, int tp, const std::string& fragment) {
     config::Config cfg = job_config(onebit(10), 2, 1, stage);
@@ -182,12 +212,12 @@ TEST(OneBitAdam, ZeroStagesAboveZeroAndModelParallelismAreRefused) {
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
   };
-  refused(1, 1, "optimizer.type OneBitAdam with zero_optimization.stage 1 is not supported");
+  refused(1, 1, "optimizer.type " + name() + " with zero_optimization.stage 1 is not supported");
   refused(3, 1, "set zero_optimization.stage to 0");
-  if (w.size() % 2 == 0) refused(0, 2, "OneBitAdam with tensor or pipeline parallelism");
+  if (w.size() % 2 == 0) refused(0, 2, name() + " with tensor or pipeline parallelism");
 }
 
-TEST(OneBitAdam, LedgerMatchesThePrediction) {
+TEST_P(OneBit, LedgerMatchesThePrediction) {
   const auto& w = world();
   MemoryLedger ledger;
   TensorOptions mem{Device::cpu(), Tier::device, Category::other, &ledger};
@@ -199,10 +229,16 @@ TEST(OneBitAdam, LedgerMatchesThePrediction) {
     psi += static_cast<double>(z.store.layout(u).padded);
   for (const nn::Parameter* p : z.store.parameters()) shapes.push_back(p->shape);
   const auto b = parallel::optimizer_state_bytes(o, false, shapes, w.size());
-  EXPECT_GT(b.replicated, 0);  // the compression errors
+  EXPECT_GT(b.replicated, 0);  // the compression errors (and 1-bit LAMB's scalars)
   const double want = parallel::zero_prediction(0, w.size(), psi, 0, 0, b.per_element, b.replicated).optimizer;
   EXPECT_EQ(static_cast<double>(ledger.current(Tier::device, Category::optimizer)), want);
 }
 
-}  // namespace test_onebit_adam
+INSTANTIATE_TEST_SUITE_P(Optimizers, OneBit,
+                         ::testing::Values(OptimizerKind::onebit_adam, OptimizerKind::onebit_lamb),
+                         [](const auto& info) {
+                           return std::string(train::optimizer_name(info.param));
+                         });
+
+}  // namespace test_onebit
 }  // namespace
