@@ -205,6 +205,7 @@ StepResult Trainer::step() {
   states_->begin_step();
   if (store_.options().memory.device.is_meta() &&
       (opts_.optimizer == OptimizerKind::adafactor || opts_.optimizer == OptimizerKind::adamw8bit ||
+       opts_.optimizer == OptimizerKind::lamb ||
        (opts_.optimizer == OptimizerKind::onebit_adam && opts_.onebit.frozen(k)) ||
        opts_.optimizer == OptimizerKind::onebit_lamb)) {
     step_on_meta();
@@ -230,9 +231,9 @@ StepResult Trainer::step() {
 }
 
 // The memory planner's step (the meta device) for the optimizers whose kernels work on host
-// pointers (AdamW8bit, Adafactor, 1-bit Adam's frozen phase, 1-bit LAMB): nothing is computed,
-// but every unit's state, parameter slice and gradient slice is acquired and released as a real
-// step does, with the f32 copy of a 16-bit gradient the kernels read (and 1-bit LAMB's two
+// pointers (AdamW8bit, Adafactor, LAMB, 1-bit Adam's frozen phase, 1-bit LAMB): nothing is
+// computed, but every unit's state, parameter slice and gradient slice is acquired and released as
+// a real step does, with the f32 copy of a 16-bit gradient the kernels read (and 1-bit LAMB's two
 // copies of the momenta), so the memory charged and the offload traffic are the same.
 void Trainer::step_on_meta() {
   Tensor lamb_last, lamb_fused;  // 1-bit LAMB's compressed step holds two copies of the momenta
