@@ -2,6 +2,8 @@
 
 #include "framework/backend/ops/ops.hpp"
 #include "framework/nn/stage_balance.hpp"
+#include "framework/nn/tensor_parallel.hpp"
+#include "framework/nn/vocab_parallel.hpp"
 
 namespace strata::nn {
 
@@ -15,10 +17,9 @@ std::vector<int> gpt_stage_blocks(const GptConfig& c, int count) {
   return balance_stages(c.n_layer, count, 0.0, 2 * V * C / block);
 }
 
+// A tensor-parallel GPT cuts into stages of its parts: the first stage's embedding and the last
+// stage's head are vocabulary-parallel as in Gpt::forward, the blocks split as always.
 std::unique_ptr<ModelStage> Gpt::stage(int index, int count) {
-  if (tp_.size > 1)
-    user_fail("nn", "pipeline stages of a tensor-parallel GPT are not implemented: set "
-              "strata.tensor_parallel_size or strata.pipeline_parallel_size to 1");
   return std::make_unique<GptStage>(*this, index, count);
 }
 
@@ -122,7 +123,14 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
     ctx.before_forward(wte_unit_);
     if (wpe_unit_ != wte_unit_) ctx.before_forward(wpe_unit_);
     x = ctx.act(Shape{N, cfg.n_embd});
-    ops::embedding_forward(tokens, value_of(*gpt_.wte_), value_of(*gpt_.wpe_), x);
+    if (gpt_.tp_.size == 1) {
+      ops::embedding_forward(tokens, value_of(*gpt_.wte_), value_of(*gpt_.wpe_), x);
+    } else {  // this part's vocabulary slice; part 0 adds the positions; summed over the parts
+      ops::embedding_forward(tokens, value_of(*gpt_.wte_),
+                             gpt_.tp_.index == 0 ? value_of(*gpt_.wpe_) : Tensor(), x,
+                             gpt_.vocab_start_);
+      tp_all_reduce(ctx, gpt_.tp_.size, x, "the vocabulary-parallel embedding");
+    }
     if (wpe_unit_ != wte_unit_) ctx.after_forward(wpe_unit_);
     ctx.after_forward(wte_unit_);
     if (ctx.grad_enabled) keep[0] = tokens.clone(ctx.activations);
@@ -156,11 +164,14 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
   x = {};
   const Tensor tgt = targets.view(Shape{N});
   ctx.before_forward(head_unit_);
-  Tensor logits = ctx.act(Shape{N, cfg.vocab_size});
+  Tensor logits = ctx.act(Shape{N, value_of(*gpt_.wte_).dim(0)});  // this part's vocabulary
   ops::matmul(xf, value_of(*gpt_.wte_), logits, false, true);
   ctx.after_forward(head_unit_);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum = ops::cross_entropy_forward(logits, tgt, lse);
+  const double sum =
+      gpt_.tp_.size == 1
+          ? ops::cross_entropy_forward(logits, tgt, lse)
+          : vocab_parallel_cross_entropy(ctx, gpt_.tp_.size, logits, tgt, gpt_.vocab_start_, lse);
   const std::int32_t* t = tgt.data<std::int32_t>();
   for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
   if (ctx.grad_enabled) {
@@ -187,11 +198,15 @@ Tensor GptStage::backward(Context& ctx, const Tensor& output_grad, float scale) 
     s = {};
     const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
     // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
-    ops::cross_entropy_backward(logits, lse, targets, logits, sc);
+    if (gpt_.tp_.size == 1)
+      ops::cross_entropy_backward(logits, lse, targets, logits, sc);
+    else
+      ops::cross_entropy_backward_slice(logits, lse, targets, gpt_.vocab_start_, sc, logits);
     dx = ctx.act(Shape{N, cfg.n_embd});
     ctx.before_backward(head_unit_);
     ops::matmul(logits, value_of(*gpt_.wte_), dx, false, false);
     ops::matmul(logits, xf, grad_of(*gpt_.wte_), true, false, 1.0f, 1.0f);
+    tp_all_reduce(ctx, gpt_.tp_.size, dx, "the LM head");  // xf's gradient from every slice
     logits = lse = xf = {};
     // On its own stage the head's copy of wte is complete now; with one stage the embedding
     // backward below adds to it.
@@ -214,7 +229,8 @@ Tensor GptStage::backward(Context& ctx, const Tensor& output_grad, float scale) 
     ctx.before_backward(wte_unit_);
     ctx.before_backward(wpe_unit_);
   }
-  ops::embedding_backward(tokens, dx, grad_of(*gpt_.wte_), grad_of(*gpt_.wpe_));
+  ops::embedding_backward(tokens, dx, grad_of(*gpt_.wte_), grad_of(*gpt_.wpe_),
+                          gpt_.tp_.size == 1 ? -1 : gpt_.vocab_start_);
   if (wpe_unit_ != wte_unit_) ctx.after_backward(wpe_unit_);
   ctx.after_backward(wte_unit_);
   return {};

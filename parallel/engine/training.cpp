@@ -21,10 +21,6 @@ int checked_int(std::int64_t v, const char* what) {
 Grid make_grid(const config::Config& cfg, const Group& world) {
   Grid g(world, checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size"),
          checked_int(cfg.strata.pipeline_parallel_size, "strata.pipeline_parallel_size"));
-  if (g.tp_size() > 1 && g.pp_size() > 1)
-    user_fail("engine", "strata.tensor_parallel_size {} with strata.pipeline_parallel_size {}: "
-              "tensor and pipeline parallelism together are not implemented yet; set one of them "
-              "to 1", g.tp_size(), g.pp_size());
   if (g.tp_size() > 1) {
     const train::OptimizerKind kind = train::trainer_options(cfg).optimizer;
     if (kind == train::OptimizerKind::adamw8bit || kind == train::OptimizerKind::adafactor ||
@@ -75,7 +71,8 @@ CheckpointStage checkpoint_stage(const Grid& grid, nn::Model& model, const nn::M
   if (!stage) return cs;
   cs.pp = grid.pp_size();
   cs.index = stage->index();
-  for (const nn::Parameter* p : model.parameters()) cs.model.push_back({p->name, p->shape});
+  for (const nn::Parameter* p : model.parameters())
+    cs.model.push_back({p->name, p->placement.global_shape(p->shape)});  // a tp part: the whole
   for (const nn::TiedUnit& t : stage->tied_units())
     if (!t.owner) cs.copies.push_back(static_cast<std::size_t>(t.unit));
   return cs;

@@ -43,6 +43,7 @@ train::ShardReductions pipeline_reductions(train::ShardReductions inner, const G
   };
   r.sum_vector = inner.sum_vector;  // Adafactor's statistics: a matrix lives on one stage
   r.counted_elsewhere = inner.counted_elsewhere;
+  r.count_replicated = inner.count_replicated;  // tensor-parallel parts inside each stage
   for (const nn::TiedUnit& t : stage.tied_units())
     if (!t.owner) r.counted_elsewhere.push_back(static_cast<std::size_t>(t.unit));
   return r;

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# train_gpt with model parallelism over 2 ranks, end to end: AXIS "pipeline" (default) runs them
-# as 2 pipeline stages, "tensor" as 2 tensor-parallel parts (heads, MLP and vocabulary split).
-# Either way (ZeRO-1, 4 micro-batches, the validation loss through the engine) the 2 ranks train
-# like 1 rank — every step's loss and validation loss within 1e-5 relative — and the 2-rank
+# train_gpt with model parallelism, end to end: AXIS "pipeline" (default) runs 2 ranks as 2
+# pipeline stages, "tensor" as 2 tensor-parallel parts (heads, MLP and vocabulary split), "3d" 4
+# ranks as 2 stages of 2 tensor-parallel parts each. Each way (ZeRO-1, 4 micro-batches, the
+# validation loss through the engine) the ranks train like 1 rank — every step's loss and validation loss within 1e-5 relative — and the 2-rank
 # checkpoint of step 4 verifies, its planned peak per tier is within 5% of the measured one, exports to the same datasets as the 1-rank one (every parameter
 # once, whole), and resumes on 1 rank to step 6.
 # usage: train_gpt_pipeline.sh STRATA TRAIN_GPT MPIEXEC [AXIS]
 set -u
 strata="$1" train_gpt="$2" mpiexec="$3" axis="${4:-pipeline}"
+np=2
 case "$axis" in
-  pipeline) key=strata.pipeline_parallel_size t=pp layout="(dp 1 x tp 1 x pp 2)" ;;
-  tensor) key=strata.tensor_parallel_size t=tp layout="(dp 1 x tp 2 x pp 1)" ;;
+  pipeline) sets="--set strata.pipeline_parallel_size=2" t=pp layout="(dp 1 x tp 1 x pp 2)" ;;
+  tensor) sets="--set strata.tensor_parallel_size=2" t=tp layout="(dp 1 x tp 2 x pp 1)" ;;
+  3d) sets="--set strata.tensor_parallel_size=2 --set strata.pipeline_parallel_size=2" t=tppp np=4
+    layout="(dp 1 x tp 2 x pp 2)" ;;
   *) echo "unknown axis $axis" >&2; exit 2 ;;
 esac
 source "$(dirname "$0")/tiny_job.sh"
@@ -43,8 +46,8 @@ run() {
 }
 values() { grep -o "\"$1\":[^,}]*" "$2" | cut -d: -f2; }
 
-run "$work/${t}2" "$mpiexec" --oversubscribe --bind-to none -np 2 "$train_gpt" --metrics m.jsonl \
-  --set $key=2 || die "the $t 2 run failed"
+run "$work/${t}2" "$mpiexec" --oversubscribe --bind-to none -np $np "$train_gpt" --metrics m.jsonl \
+  $sets || die "the $t 2 run failed"
 grep -qF "$layout" "$work/${t}2/log" || die "the $t 2 run did not run as $layout"
 # The memory plan train_gpt makes at start-up (every pipeline stage planned, the busiest taken) is
 # within 5% of the busiest rank's measured peak on every tier.

@@ -48,12 +48,45 @@ inline std::map<std::string, std::vector<float>> assemble_tp(parallel::Training&
   return out;
 }
 
+// Every parameter of the model by global name, on every rank, whatever the tp x pp layout: each
+// stage contributes the parameters it holds (a tied copy only from its owner stage), each tp part
+// its slice at the global positions its placement gives (a replicated parameter: part 0 only),
+// summed over the tp and the pipeline groups (x + 0 is exact). which: 0 masters, 1/2 moments.
+inline std::map<std::string, std::vector<float>> assemble_3d(parallel::Training& t, int which = 0) {
+  auto mine = by_name(t, which);
+  if (const nn::ModelStage* st = t.stage())
+    for (const nn::TiedUnit& tu : st->tied_units())
+      if (!tu.owner)
+        for (const nn::Parameter* p : t.store().layout(static_cast<std::size_t>(tu.unit)).params)
+          mine.erase(p->name);
+  const auto& tp = t.grid().tp();
+  std::map<std::string, std::vector<float>> out;
+  for (const nn::Parameter* p : t.model().parameters()) {
+    std::vector<float> whole(static_cast<std::size_t>(p->placement.global_shape(p->shape).numel()),
+                             0.0f);
+    const auto it = mine.find(p->name);
+    if (it != mine.end() && (p->placement.split() || tp.rank() == 0))
+      p->placement.for_each_run(p->shape, [&](std::int64_t local, std::int64_t global,
+                                              std::int64_t n) {
+        std::copy_n(it->second.begin() + local, n, whole.begin() + global);
+      });
+    for (const parallel::Group* g : {&tp, &t.grid().pp()})
+      if (g->size() > 1)
+        g->all_reduce(parallel::span(whole.data(), whole.size()),
+                      parallel::span(whole.data(), whole.size()), parallel::ReduceOp::sum)
+            .wait();
+    out[p->name] = std::move(whole);
+  }
+  return out;
+}
+
 // The parameters that are not split differ between tensor-parallel parts (bitwise): their names.
 inline std::vector<std::string> replicated_mismatches(parallel::Training& t) {
   const auto mine = by_name(t);
   std::vector<std::string> bad;
   for (const nn::Parameter* p : t.model().parameters()) {
-    if (p->placement.split()) continue;
+    // (With pipeline stages every rank of a tp group holds the same stage's parameters.)
+    if (p->placement.split() || !mine.count(p->name)) continue;
     std::vector<float> first = mine.at(p->name);
     t.grid().tp().broadcast(parallel::span(first.data(), first.size()), 0).wait();
     if (first != mine.at(p->name)) bad.push_back(p->name);

@@ -111,12 +111,6 @@ TEST(TensorErrors, AssemblyRefusesWhatItCannotRun) {
     expect_user_error([&] { Replica r(tp_gpt(), tp_config(q, 2, 1, 0, 2), w); },
                       "with strata.tensor_parallel_size 2 is not implemented");
   }
-  if (w.size() % 4 == 0) {
-    config::Config cfg = tp_config(o, 2, 1, 0, 2);
-    cfg.strata.pipeline_parallel_size = 2;
-    expect_user_error([&] { Replica r(tp_gpt(), cfg, w); },
-            "tensor and pipeline parallelism together are not implemented yet");
-  }
 }
 
 }  // namespace

@@ -1,0 +1,188 @@
+// Tensor and pipeline parallelism together (3D: dp x tp x pp). tp = 2 parts inside each of pp = 2
+// stages (and dp = N / 4 replicas, at every ZeRO stage) compute the same model as one rank: every
+// step's loss and gradient norm within 1e-6 relative of tp = pp = 1 over the dp ranks of this
+// rank's (tp, pp) position fed the same micro-batches, the final fp32 masters reassembled from
+// parts and stages compared parameter by parameter, and the replicated parameters bitwise equal
+// on every part. On 8 ranks, a checkpoint moves (dp 2, tp 2, pp 2, ZeRO 3) -> (dp 4, tp 1, pp 2,
+// ZeRO 1) -> (dp 1, tp 1, pp 1, ZeRO 0) -> back to the first layout with masters and both moments
+// bitwise equal at every hop and the next step's loss within 1e-6 of the run that went on.
+#include <gtest/gtest.h>
+
+#include "framework/checkpoint/naming.hpp"
+#include "framework/memory/size.hpp"
+#include "tests/dist/comm/dist_env.hpp"
+#include "tests/dist/engine/model_parallel_fixture.hpp"
+#include "tests/dist/tensor/tensor_fixture.hpp"
+
+using namespace strata;
+using namespace strata::test;
+
+namespace {
+namespace test_tensor_pipeline {
+
+nn::GptConfig gpt_3d() {
+  nn::GptConfig c = tp_gpt();  // 4 heads: splits over tp = 2
+  c.n_layer = 4;               // a block or more per stage
+  return c;
+}
+
+class TensorPipeline : public ::testing::TestWithParam<int> {};  // the ZeRO stage
+
+TEST_P(TensorPipeline, ThreeDMatchesOneRankLayout) {
+  const int zero = GetParam();
+  const SingleThreaded one_thread;
+  const auto& w = world();
+  if (w.size() % 4 != 0) GTEST_SKIP() << "tp 2 x pp 2 needs a multiple of 4 ranks";
+  const auto c = gpt_3d();
+  const int b = 2, m = 3, steps = 10, tp = 2, pp = 2, dp = w.size() / (tp * pp);
+  train::TrainerOptions o;
+  o.adamw.lr = 3e-3;
+  o.adamw.eps = 1e-6;  // see test_tensor_equivalence.cpp
+  o.max_grad_norm = 0.5;
+  config::Config cfg = tp_config(o, b, m, zero, tp);
+  cfg.strata.pipeline_parallel_size = pp;
+  Replica par(c, cfg, w);
+  const auto me = par.training->grid().coords();
+  // tp = pp = 1 over the dp ranks at this rank's (tp, pp) position, ZeRO 0, the same data.
+  Replica ref(c, tp_config(o, b, m, 0, 1), w.split(me.tp + tp * me.pp, me.dp, "ref3d"));
+  EXPECT_TRUE(assemble_3d(*par.training) == by_name(*ref.training))
+      << "the parts and stages do not start from the one-rank weights";
+  BatchFeed feed{dp, me.dp, b, c.block_size, c.vocab_size};
+  BatchFeed ref_feed{dp, me.dp, b, c.block_size, c.vocab_size};
+  const StepAgreement agree = step_side_by_side(par.engine, feed, ref.engine, ref_feed, steps);
+  const WeightComparison cmp =
+      compare_weights(assemble_3d(*par.training), by_name(*ref.training), c.n_embd);
+  const auto worst = w.all_reduce_values(std::array<double, 2>{cmp.worst_rel_l2, cmp.key_bias_abs},
+                                         parallel::ReduceOp::max);
+  if (w.rank() == 0)
+    std::printf("dp=%d tp=%d pp=%d ZeRO %d: worst loss rel %.2e, grad norm rel %.2e, weights "
+                "worst rel L2 of a parameter %.2e (key biases: max abs diff %.1e)\n",
+                dp, tp, pp, zero, agree.worst_loss, agree.worst_norm, worst[0], worst[1]);
+  EXPECT_LT(cmp.worst_rel_l2, 1e-5) << cmp.worst;
+  EXPECT_LT(cmp.key_bias_abs, 1e-4);
+  EXPECT_TRUE(replicated_mismatches(*par.training).empty())
+      << "replicated parameters differ between tensor-parallel parts";
+}
+
+INSTANTIATE_TEST_SUITE_P(ZeroStages, TensorPipeline, ::testing::Values(0, 1, 2, 3),
+                         [](const auto& i) { return "zero" + std::to_string(i.param); });
+
+// Model-state bytes per rank follow ZeRO's formula over what the rank holds: its stage's
+// parameters, split parameters as its tensor-parallel part (bf16 parameters and gradients, fp32
+// master, m and v: 16 bytes per element at stage 0, sharded over dp by the stage), predicted
+// exactly and measured within 5%; and the parts of the split parameters add up to the whole.
+TEST(TensorPipelineMemory, ModelStatesFollowTheFormulaOfTheRanksShare) {
+  const SingleThreaded one_thread;
+  const auto& w = world();
+  if (w.size() % 4 != 0) GTEST_SKIP() << "tp 2 x pp 2 needs a multiple of 4 ranks";
+  const auto c = gpt_3d();
+  const int tp = 2, pp = 2, dp = w.size() / (tp * pp);
+  for (int stage = 0; stage <= 3; ++stage) {
+    SCOPED_TRACE(fmt::format("dp {} ZeRO {}", dp, stage));
+    MemoryLedger ledger;
+    train::TrainerOptions o;
+    o.precision = train::Precision::bf16;
+    config::Config cfg = tp_config(o, 1, pp, stage, tp, DType::bf16);
+    cfg.strata.pipeline_parallel_size = pp;
+    Replica r(c, cfg, w, parallel::TrainingExtras::on(&ledger));
+    BatchFeed feed{dp, r.training->grid().coords().dp, 1, c.block_size, c.vocab_size};
+    r.engine.train_step(std::ref(feed));
+    double psi = 0, split = 0;
+    for (std::size_t u = 0; u < r.store.num_units(); ++u)
+      psi += static_cast<double>(r.store.layout(u).padded);
+    for (const nn::Parameter* p : r.store.parameters())
+      if (p->placement.split()) split += static_cast<double>(p->shape.numel());
+    const double n = dp;
+    const double expect[4] = {16 * psi, 4 * psi + 12 * psi / n, 2 * psi + 14 * psi / n,
+                              16 * psi / n};
+    const auto predicted = r.training->predicted_model_states();
+    const auto measured = r.training->measured_model_states();
+    EXPECT_NEAR(predicted.total() / expect[stage], 1.0, 1e-9);
+    EXPECT_NEAR(measured.total() / expect[stage], 1.0, 0.05)
+        << "measured " << measured.total() << ", formula " << expect[stage];
+    // The split parameters' parts over the tp group are the stage's whole split parameters.
+    double whole_split = 0;
+    for (const nn::Parameter* p : r.store.parameters())
+      if (p->placement.split())
+        whole_split += static_cast<double>(p->placement.global_shape(p->shape).numel());
+    EXPECT_EQ(r.training->grid().tp().all_reduce_value(split, parallel::ReduceOp::sum), whole_split);
+    if (w.rank() == 0)
+      std::printf("dp=%d tp=2 pp=2 ZeRO %d: rank 0 Psi %.0f, model states %s (formula %s)\n", dp,
+                  stage, psi, strata::format_bytes(static_cast<std::uint64_t>(measured.total())).c_str(),
+                  strata::format_bytes(static_cast<std::uint64_t>(expect[stage])).c_str());
+  }
+}
+
+// The chain of layouts, on 8 ranks.
+TEST(TensorPipelineCheckpoint, MovesAcrossDpTpPpAndZeroStages) {
+  const SingleThreaded one_thread;
+  const auto& w = world();
+  if (w.size() != 8) GTEST_SKIP() << "the (dp 2, tp 2, pp 2) layout needs 8 ranks";
+  SharedTempDir tmp(w, "ck3d");
+  const auto c = gpt_3d();
+  const std::string tokens = write_tokens(w, tmp.sub("train.tok"), c.vocab_size, 1601);
+  const int global_rows = 8;
+  struct Layout {
+    int dp, tp, pp, zero;
+  };
+  auto spec = [&](const Layout& l) {
+    JobSpec s;
+    s.model = c;
+    s.trainer.adamw.eps = 1e-6;
+    s.tokens = tokens;
+    s.tp = l.tp;
+    s.pp = l.pp;
+    s.stage = l.zero;
+    s.micro = global_rows / l.dp;
+    return s;
+  };
+  const parallel::Group self = w.split(w.rank(), 0, "self");
+  auto group_of = [&](const Layout& l) -> const parallel::Group& {
+    return l.dp * l.tp * l.pp == 1 ? self : w;
+  };
+  const std::vector<Layout> chain{{2, 2, 2, 3}, {4, 1, 2, 1}, {1, 1, 1, 0}, {2, 2, 2, 3}};
+  std::map<std::string, std::vector<float>> master, m, v;
+  double next_loss = 0;
+  std::string from;  // the checkpoint the next layout loads
+  for (std::size_t k = 0; k < chain.size(); ++k) {
+    const Layout& l = chain[k];
+    SCOPED_TRACE(fmt::format("layout {}: dp {} tp {} pp {} ZeRO {}", k, l.dp, l.tp, l.pp, l.zero));
+    JobSpec s = spec(l);
+    // One root per layout (the one-rank layout: per rank, each writes its own copy).
+    s.ckpt.root = l.dp * l.tp * l.pp == 1 ? tmp.sub(fmt::format("ck{}_rank{}", k, w.rank()))
+                                          : tmp.sub(fmt::format("ck{}", k));
+    Job j(group_of(l), s);
+    if (k == 0) {
+      for (int i = 0; i < 3; ++i) j.train_step();
+    } else {
+      j.scramble();
+      j.apply(j.ck->load(from));
+      EXPECT_EQ(j.step, 3);
+    }
+    const auto mk = assemble_3d(*j.r->training, 0), mm = assemble_3d(*j.r->training, 1),
+               mv = assemble_3d(*j.r->training, 2);
+    if (k == 0) {
+      master = mk;
+      m = mm;
+      v = mv;
+    } else {
+      EXPECT_TRUE(mk == master) << "masters differ";
+      EXPECT_TRUE(mm == m) << "first moments differ";
+      EXPECT_TRUE(mv == v) << "second moments differ";
+    }
+    j.save();
+    j.ck->wait();
+    from = checkpoint::join_path(s.ckpt.root, checkpoint::step_dir_name(3));
+    if (l.dp * l.tp * l.pp == 1)  // every rank loads rank 0's copy next
+      from = checkpoint::join_path(tmp.sub("ck2_rank0"), checkpoint::step_dir_name(3));
+    const double loss = j.train_step();
+    if (k == 0) {
+      next_loss = loss;
+    } else {
+      EXPECT_LT(std::abs(loss - next_loss) / next_loss, 1e-6) << loss << " vs " << next_loss;
+    }
+  }
+}
+
+}  // namespace test_tensor_pipeline
+}  // namespace
