@@ -29,6 +29,18 @@ std::int64_t GptConfig::num_parameters() const {
          L * per_block + 2 * C;
 }
 
+std::int64_t gpt_tp_allreduce_bytes(const GptConfig& c, int tp, std::int64_t tokens, DType act,
+                                    bool checkpointing, int block0, int block1, bool first,
+                                    bool last) {
+  if (tp <= 1) return 0;
+  const std::int64_t row = tokens * c.n_embd * static_cast<std::int64_t>(dtype_size(act));
+  const std::int64_t blocks = block1 - block0;
+  std::int64_t bytes = blocks * (2 + 2 + (checkpointing ? 2 : 0)) * row;
+  if (first) bytes += row;                     // the embedding's sum
+  if (last) bytes += row + 3 * tokens * 4;     // the head's input gradient; the cross-entropy
+  return bytes;
+}
+
 Gpt::Gpt(const GptConfig& cfg, TpShard tp)
     : Model(""), cfg_(cfg), tp_(tp), ln_f_("transformer.ln_f", cfg.n_embd) {
   STRATA_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_embd > 0 &&

@@ -25,6 +25,17 @@ struct GptConfig {
   std::int64_t num_parameters() const;  // with the tied head counted once
 };
 
+// Bytes a tensor-parallel GPT part all-reduces over its tp group for one micro-batch of `tokens`
+// tokens (forward and backward), in the part of the model that runs blocks [block0, block1)
+// (`first`: with the embedding, `last`: with the head): forward, the embedding's sum and two
+// row-parallel outputs per block (g); backward, two column-parallel input gradients per block (f)
+// and the head's input gradient; with activation checkpointing the blocks' forward again in
+// backward; the vocabulary-parallel cross-entropy's row maxima, sums of exponentials and target
+// logits (3 f32 per token). Activations in `act` (f32 or 16-bit). 0 for tp = 1 (nothing moves).
+std::int64_t gpt_tp_allreduce_bytes(const GptConfig& c, int tp, std::int64_t tokens, DType act,
+                                    bool checkpointing, int block0, int block1, bool first,
+                                    bool last);
+
 class Gpt : public Model {
  public:
   explicit Gpt(const GptConfig& cfg, TpShard tp = {});

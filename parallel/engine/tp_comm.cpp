@@ -14,10 +14,14 @@ void timed(double& into, F&& f) {
 }  // namespace
 
 void GroupTpComm::all_reduce_sum(const Tensor& t) {
+  bytes_ += t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
+  ++calls_;
   timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::sum).wait(); });
 }
 
 void GroupTpComm::all_reduce_max(const Tensor& t) {
+  bytes_ += t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
+  ++calls_;
   timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::max).wait(); });
 }
 

@@ -17,10 +17,15 @@ class GroupTpComm : public nn::TpComm {
   void all_reduce_max(const Tensor& t) override;
   // Seconds spent in these all-reduces so far.
   double wait_seconds() const { return wait_s_; }
+  // Bytes all-reduced so far (each call's tensor, counted once: the payload, whatever algorithm
+  // moves it), and the number of calls.
+  std::int64_t bytes() const { return bytes_; }
+  std::int64_t calls() const { return calls_; }
 
  private:
   Group tp_;
   double wait_s_ = 0;
+  std::int64_t bytes_ = 0, calls_ = 0;
 };
 
 // `inner` (over dp, or local), then over the tensor-parallel group: the split parameters' squares

@@ -17,6 +17,7 @@
 #include "framework/nn/model.hpp"
 #include "parallel/engine/checkpoint_policy.hpp"
 #include "parallel/engine/dp_engine.hpp"
+#include "parallel/engine/tp_comm.hpp"
 #include "parallel/grid/grid.hpp"
 #include "parallel/plan/planner.hpp"
 #include "parallel/zero/zero_memory.hpp"
@@ -84,6 +85,8 @@ class Training {
   EngineStep step(const DataParallelEngine::NextBatch& next) { return engine_->train_step(next); }
   EngineStep step(nn::BatchSource& data);
 
+  // The layers' tensor-parallel communicator (null with tp = 1): its bytes and wait.
+  const GroupTpComm* tp_comm() const { return tp_comm_.get(); }
   // The model-state bytes per rank the ZeRO formula predicts for this config (without offload).
   ModelStateBytes predicted_model_states() const;
   // Model-state bytes per rank on the device tier now (params, grads, optimizer).
@@ -97,7 +100,7 @@ class Training {
   MemoryLedger& ledger_;
   Grid grid_;
   std::unique_ptr<nn::ModelStage> stage_;
-  std::unique_ptr<nn::TpComm> tp_comm_;  // the layers' tensor-parallel group (tp > 1)
+  std::unique_ptr<GroupTpComm> tp_comm_;  // the layers' tensor-parallel group (tp > 1)
   std::unique_ptr<nn::ParamStore> store_;
   std::unique_ptr<train::Trainer> trainer_;
   std::unique_ptr<DataParallelEngine> engine_;

@@ -1,0 +1,203 @@
+// Tensor, pipeline and 3D parallelism against data parallelism on the same N ranks, with the same
+// global batch: dp = N (every rank the whole model), tp = N (every layer split N ways), pp = N
+// (one stage per rank) and, on 4 ranks, tp 2 x pp 2. The jobs are alive at once and run in
+// alternating rounds so that load from other processes hits them alike. Per layout: the median
+// step time (slowest rank) and its ratio to dp's, and for tensor-parallel layouts the bytes rank 0
+// all-reduced over its tp group per step against the formula (nn::gpt_tp_allreduce_bytes) and the
+// share of the step rank 0 spent in those all-reduces.
+//
+//   mpirun -np 2 build/release/bench/model_parallel/bench_model_parallel [--layers 4 --embd 256]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "framework/backend/cpu/kernels.hpp"
+#include "framework/core/rng.hpp"
+#include "framework/memory/ledger.hpp"
+#include "framework/nn/gpt.hpp"
+#include "framework/nn/gpt_stage.hpp"
+#include "framework/train/from_config.hpp"
+#include "parallel/comm/init.hpp"
+#include "parallel/engine/training.hpp"
+
+using namespace strata;
+using namespace strata::parallel;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line);
+      std::set<std::string> found;
+      for (std::string w; words >> w;)
+        if (w.rfind("avx512", 0) == 0 || w == "avx2" || w == "fma") found.insert(w);
+      std::string out;
+      for (const auto& w : found) out += (out.empty() ? "" : " ") + w;
+      return out;
+    }
+  return "";
+}
+
+double median_of(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+struct Layout {
+  std::string name;
+  int tp = 1, pp = 1;
+};
+
+struct Job {
+  Layout layout;
+  MemoryLedger ledger;
+  config::Config cfg;
+  nn::Gpt gpt;
+  std::unique_ptr<Training> training;
+  std::vector<double> step_s;
+  std::int64_t tp_bytes = 0;
+  double tp_wait_s = 0, busy_s = 0;
+
+  Job(const nn::GptConfig& c, const Group& world, config::Config base, const Layout& l, int m)
+      : layout(l), cfg(with(std::move(base), l, world.size(), m)),
+        gpt(c, tensor_shard(cfg, world)) {
+    training = std::make_unique<Training>(cfg, world, gpt, TrainingExtras::on(&ledger));
+  }
+  // The same global batch for every layout: m micro-batches over the dp replicas.
+  static config::Config with(config::Config cfg, const Layout& l, int ranks, int m) {
+    cfg.strata.tensor_parallel_size = l.tp;
+    cfg.strata.pipeline_parallel_size = l.pp;
+    cfg.gradient_accumulation_steps = m / (ranks / (l.tp * l.pp));
+    return cfg;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Tensor / pipeline / 3D parallelism vs data parallelism: step time, tp bytes"};
+  nn::GptConfig gc;
+  gc.n_layer = 4;
+  gc.n_embd = 256;
+  gc.n_head = 4;
+  gc.block_size = 64;
+  gc.vocab_size = 256;
+  int micro = 4, m = 8, steps = 3, warmup = 1, rounds = 3, threads = 1;
+  app.add_option("--layers", gc.n_layer, "transformer blocks");
+  app.add_option("--embd", gc.n_embd, "model width");
+  app.add_option("--heads", gc.n_head, "attention heads (a multiple of the ranks)");
+  app.add_option("--seq", gc.block_size, "sequence length");
+  app.add_option("--vocab", gc.vocab_size, "vocabulary (a multiple of the ranks)");
+  app.add_option("--micro", micro, "micro-batch (sequences)");
+  app.add_option("--m", m, "micro-batches per step of a one-replica layout (a multiple of the ranks)");
+  app.add_option("--steps", steps, "timed steps per job per round");
+  app.add_option("--warmup", warmup, "untimed steps per job before the first round");
+  app.add_option("--rounds", rounds, "rounds (each runs every job in turn)");
+  app.add_option("--threads", threads, "kernel threads per rank");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    World world;
+    const Group& w = world.group();
+    const int N = w.size(), rank = w.rank();
+    const bool lead = rank == 0;
+    if (N < 2) user_fail("bench", "run under mpirun with 2 or more ranks");
+    if (m % N != 0) user_fail("bench", "--m {} is not a multiple of the {} ranks", m, N);
+    cpu::set_num_threads(threads);
+    config::Config cfg;
+    cfg.train_micro_batch_size_per_gpu = micro;
+    cfg.optimizer.betas = {0.9, 0.95};
+    cfg.optimizer.weight_decay = 0.1;
+    std::vector<Layout> layouts{{fmt::format("dp {}", N), 1, 1}, {fmt::format("tp {}", N), N, 1},
+                                {fmt::format("pp {}", N), 1, N}};
+    if (N == 4) layouts.push_back({"tp 2 x pp 2", 2, 2});
+    std::vector<std::unique_ptr<Job>> jobs;
+    for (const Layout& l : layouts) jobs.push_back(std::make_unique<Job>(gc, w, cfg, l, m));
+    Philox rng(7 + static_cast<std::uint64_t>(rank));
+    auto next_batch = [&](nn::Batch& b) {
+      std::int32_t* in = b["tokens"].data<std::int32_t>();
+      std::int32_t* tgt = b["targets"].data<std::int32_t>();
+      for (std::int64_t i = 0; i < b["tokens"].numel(); ++i) {
+        in[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
+        tgt[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
+      }
+    };
+    if (lead) {
+      std::printf("model-parallel benchmark: %d ranks over %s, %d kernel thread(s) per rank, CPU "
+                  "flags: %s\nGPT L=%d d=%d heads=%d T=%d vocab=%d, micro-batch %d, %d "
+                  "micro-batches per step of a one-replica layout (global batch %d sequences), "
+                  "fp32 AdamW, activation checkpointing off\n",
+                  N, std::string(w.transport()).c_str(), cpu::num_threads(), cpu_flags().c_str(),
+                  gc.n_layer, gc.n_embd, gc.n_head, gc.block_size, gc.vocab_size, micro, m,
+                  m * micro);
+      std::fflush(stdout);
+    }
+    for (auto& j : jobs)
+      for (int s = 0; s < warmup; ++s) j->training->engine().train_step(next_batch);
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t i = 0; i < jobs.size(); ++i) {
+        Job& j = *jobs[round % 2 == 0 ? i : jobs.size() - 1 - i];
+        for (int s = 0; s < steps; ++s) {
+          const GroupTpComm* comm = j.training->tp_comm();
+          const std::int64_t b0 = comm ? comm->bytes() : 0;
+          const double w0 = comm ? comm->wait_seconds() : 0;
+          w.barrier().wait();
+          const auto t0 = Clock::now();
+          j.training->engine().train_step(next_batch);
+          double t = std::chrono::duration<double>(Clock::now() - t0).count();
+          j.busy_s += t;
+          t = w.all_reduce_value(t, ReduceOp::max);
+          j.step_s.push_back(t);
+          if (comm) {
+            j.tp_bytes = comm->bytes() - b0;
+            j.tp_wait_s += comm->wait_seconds() - w0;
+          }
+        }
+      }
+    const double dp_step = median_of(jobs[0]->step_s);
+    if (lead)
+      std::printf("%-12s %12s %10s %16s %16s %14s\n", "layout", "step ms", "vs dp", "tp bytes/step",
+                  "formula", "tp wait share");
+    std::ostringstream js;
+    js << "{\"bench\": \"model_parallel\", \"ranks\": " << N << ", \"rows\": [";
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      Job& j = *jobs[i];
+      const double t = median_of(j.step_s);
+      std::int64_t formula = 0;
+      if (j.layout.tp > 1) {
+        const std::vector<int> cut = nn::gpt_stage_blocks(gc, j.layout.pp);
+        const int s = j.training->grid().coords().pp;
+        formula = j.cfg.gradient_accumulation_steps *
+                  nn::gpt_tp_allreduce_bytes(gc, j.layout.tp,
+                                             static_cast<std::int64_t>(micro) * gc.block_size,
+                                             train::activation_dtype(j.cfg), false, cut[s],
+                                             cut[s + 1], s == 0, s == j.layout.pp - 1);
+      }
+      const double share = j.tp_wait_s / j.busy_s;
+      if (lead)
+        std::printf("%-12s %12.1f %9.2fx %16lld %16lld %14.3f\n", j.layout.name.c_str(), t * 1e3,
+                    t / dp_step, static_cast<long long>(j.tp_bytes),
+                    static_cast<long long>(formula), share);
+      js << (i ? ", " : "") << "{\"layout\": \"" << j.layout.name << "\", \"step_ms\": " << t * 1e3
+         << ", \"vs_dp\": " << t / dp_step << ", \"tp_bytes_per_step\": " << j.tp_bytes
+         << ", \"tp_bytes_formula\": " << formula << ", \"tp_wait_share\": " << share << "}";
+    }
+    js << "]}";
+    if (lead) std::printf("%s\n", js.str().c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_model_parallel: %s\n", e.what());
+    return 1;
+  }
+}
