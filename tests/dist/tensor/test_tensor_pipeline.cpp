@@ -14,6 +14,7 @@
 #include "tests/dist/comm/dist_env.hpp"
 #include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/tensor/tensor_fixture.hpp"
+#include "tests/unit/offload/offload_test_util.hpp"
 
 using namespace strata;
 using namespace strata::test;
@@ -116,6 +117,73 @@ TEST(TensorPipelineMemory, ModelStatesFollowTheFormulaOfTheRanksShare) {
                   strata::format_bytes(static_cast<std::uint64_t>(expect[stage])).c_str());
   }
 }
+
+// Everything else a job turns on, inside the 3D layout: 16-bit parameters and activations (bf16;
+// fp16 with a dynamic loss scale, whose overflow check spans tp and pp), ZeRO 3, activation
+// checkpointing, 3 micro-batches of accumulation, and offload of parameters and optimizer state
+// to host memory and to NVMe: the same job with offload trains bitwise like without it (losses,
+// norms, loss scale, masters and second moments), with no parameter or optimizer byte left on the
+// device tier.
+struct CombinedCase {
+  DType dtype;
+  config::OffloadDevice device;
+};
+
+class TensorPipelineCombined : public ::testing::TestWithParam<CombinedCase> {};
+
+TEST_P(TensorPipelineCombined, OffloadAndMixedPrecisionTrainBitwiseLikeWithout) {
+  const auto [dt, device] = GetParam();
+  const SingleThreaded one_thread;
+  const auto& w = world();
+  if (w.size() % 4 != 0) GTEST_SKIP() << "tp 2 x pp 2 needs a multiple of 4 ranks";
+  const auto c = gpt_3d();
+  const int b = 2, m = 3, steps = 4, tp = 2, pp = 2, dp = w.size() / (tp * pp);
+  train::TrainerOptions o = trainer_options(dt);
+  config::Config base = job_config(o, b, m, 3, dt, 1000, true, /*checkpointing=*/true,
+                                   /*act16=*/true);
+  base.strata.tensor_parallel_size = tp;
+  base.strata.pipeline_parallel_size = pp;
+  offload::test::ScratchDir dir("tp_pp_offload");
+  config::Config off = base;
+  off.zero_optimization.offload_param.device = device;
+  off.zero_optimization.offload_optimizer.device = device;
+  if (device == config::OffloadDevice::nvme) {
+    off.zero_optimization.offload_param.nvme_path = dir.str() + "/params";
+    off.zero_optimization.offload_param.buffer_count = 2;
+    off.zero_optimization.offload_optimizer.nvme_path = dir.str() + "/opt";
+    off.zero_optimization.offload_optimizer.buffer_count = 2;
+  }
+  off.aio.block_size = 8192;
+  MemoryLedger ledger;
+  Replica ref(c, base, w);
+  Replica x(c, off, w, parallel::TrainingExtras::on(&ledger));
+  BatchFeed f0{dp, ref.training->grid().coords().dp, b, c.block_size, c.vocab_size}, f1 = f0;
+  double first = 0, last = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto a = ref.engine.train_step(std::ref(f0));
+    const auto y = x.engine.train_step(std::ref(f1));
+    ASSERT_EQ(y.loss, a.loss) << "step " << s;
+    ASSERT_EQ(y.result.grad_norm, a.result.grad_norm) << "step " << s;
+    ASSERT_EQ(y.result.loss_scale, a.result.loss_scale) << "step " << s;
+    EXPECT_EQ(ledger.current(Tier::device, Category::params), 0u) << "step " << s;
+    EXPECT_EQ(ledger.current(Tier::device, Category::optimizer), 0u) << "step " << s;
+    if (s == 0) first = a.loss;
+    last = a.loss;
+  }
+  EXPECT_LT(last, first) << "the 3D job did not learn";
+  EXPECT_TRUE(assemble_3d(*x.training, 0) == assemble_3d(*ref.training, 0)) << "masters differ";
+  EXPECT_TRUE(assemble_3d(*x.training, 2) == assemble_3d(*ref.training, 2)) << "v differs";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TensorPipelineCombined,
+    ::testing::Values(CombinedCase{DType::bf16, config::OffloadDevice::cpu},
+                      CombinedCase{DType::bf16, config::OffloadDevice::nvme},
+                      CombinedCase{DType::f16, config::OffloadDevice::cpu}),
+    [](const auto& i) {
+      return std::string(dtype_name(i.param.dtype)) + "_" +
+             std::string(config::to_string(i.param.device));
+    });
 
 // The chain of layouts, on 8 ranks.
 TEST(TensorPipelineCheckpoint, MovesAcrossDpTpPpAndZeroStages) {
