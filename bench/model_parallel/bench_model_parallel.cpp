@@ -7,8 +7,8 @@
 // share of the step rank 0 spent in those all-reduces.
 //
 //   mpirun -np 2 build/release/bench/model_parallel/bench_model_parallel [--layers 4 --embd 256]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +19,8 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/common/cpu_flags.hpp"
+#include "bench/model_parallel/common.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/memory/ledger.hpp"
@@ -33,27 +35,6 @@ using namespace strata::parallel;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("flags", 0) == 0) {
-      std::istringstream words(line);
-      std::set<std::string> found;
-      for (std::string w; words >> w;)
-        if (w.rfind("avx512", 0) == 0 || w == "avx2" || w == "fma") found.insert(w);
-      std::string out;
-      for (const auto& w : found) out += (out.empty() ? "" : " ") + w;
-      return out;
-    }
-  return "";
-}
-
-double median_of(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 struct Layout {
   std::string name;
@@ -71,7 +52,8 @@ struct Job {
   double tp_wait_s = 0, busy_s = 0;
 
   Job(const nn::GptConfig& c, const Group& world, config::Config base, const Layout& l, int m)
-      : layout(l), cfg(with(std::move(base), l, world.size(), m)),
+      : layout(l),
+        cfg(with(std::move(base), l, world.size(), m)),
         gpt(c, tensor_shard(cfg, world)) {
     training = std::make_unique<Training>(cfg, world, gpt, TrainingExtras::on(&ledger));
   }
@@ -101,7 +83,8 @@ int main(int argc, char** argv) {
   app.add_option("--seq", gc.block_size, "sequence length");
   app.add_option("--vocab", gc.vocab_size, "vocabulary (a multiple of the ranks)");
   app.add_option("--micro", micro, "micro-batch (sequences)");
-  app.add_option("--m", m, "micro-batches per step of a one-replica layout (a multiple of the ranks)");
+  app.add_option("--m", m,
+                 "micro-batches per step of a one-replica layout (a multiple of the ranks)");
   app.add_option("--steps", steps, "timed steps per job per round");
   app.add_option("--warmup", warmup, "untimed steps per job before the first round");
   app.add_option("--rounds", rounds, "rounds (each runs every job in turn)");
@@ -119,28 +102,22 @@ int main(int argc, char** argv) {
     cfg.train_micro_batch_size_per_gpu = micro;
     cfg.optimizer.betas = {0.9, 0.95};
     cfg.optimizer.weight_decay = 0.1;
-    std::vector<Layout> layouts{{fmt::format("dp {}", N), 1, 1}, {fmt::format("tp {}", N), N, 1},
+    std::vector<Layout> layouts{{fmt::format("dp {}", N), 1, 1},
+                                {fmt::format("tp {}", N), N, 1},
                                 {fmt::format("pp {}", N), 1, N}};
     if (N == 4) layouts.push_back({"tp 2 x pp 2", 2, 2});
     std::vector<std::unique_ptr<Job>> jobs;
     for (const Layout& l : layouts) jobs.push_back(std::make_unique<Job>(gc, w, cfg, l, m));
     Philox rng(7 + static_cast<std::uint64_t>(rank));
-    auto next_batch = [&](nn::Batch& b) {
-      std::int32_t* in = b["tokens"].data<std::int32_t>();
-      std::int32_t* tgt = b["targets"].data<std::int32_t>();
-      for (std::int64_t i = 0; i < b["tokens"].numel(); ++i) {
-        in[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
-        tgt[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
-      }
-    };
+    auto next_batch = [&](nn::Batch& b) { bench::random_tokens(rng, gc.vocab_size, b); };
     if (lead) {
-      std::printf("model-parallel benchmark: %d ranks over %s, %d kernel thread(s) per rank, CPU "
-                  "flags: %s\nGPT L=%d d=%d heads=%d T=%d vocab=%d, micro-batch %d, %d "
-                  "micro-batches per step of a one-replica layout (global batch %d sequences), "
-                  "fp32 AdamW, activation checkpointing off\n",
-                  N, std::string(w.transport()).c_str(), cpu::num_threads(), cpu_flags().c_str(),
-                  gc.n_layer, gc.n_embd, gc.n_head, gc.block_size, gc.vocab_size, micro, m,
-                  m * micro);
+      std::printf(
+          "model-parallel benchmark: %d ranks over %s, %d kernel thread(s) per rank, CPU "
+          "flags: %s\nGPT L=%d d=%d heads=%d T=%d vocab=%d, micro-batch %d, %d "
+          "micro-batches per step of a one-replica layout (global batch %d sequences), "
+          "fp32 AdamW, activation checkpointing off\n",
+          N, std::string(w.transport()).c_str(), cpu::num_threads(), bench::cpu_flags().c_str(),
+          gc.n_layer, gc.n_embd, gc.n_head, gc.block_size, gc.vocab_size, micro, m, m * micro);
       std::fflush(stdout);
     }
     for (auto& j : jobs)
@@ -165,7 +142,7 @@ int main(int argc, char** argv) {
           }
         }
       }
-    const double dp_step = median_of(jobs[0]->step_s);
+    const double dp_step = bench::median_of(jobs[0]->step_s);
     if (lead)
       std::printf("%-12s %12s %10s %16s %16s %14s\n", "layout", "step ms", "vs dp", "tp bytes/step",
                   "formula", "tp wait share");
@@ -173,7 +150,7 @@ int main(int argc, char** argv) {
     js << "{\"bench\": \"model_parallel\", \"ranks\": " << N << ", \"rows\": [";
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       Job& j = *jobs[i];
-      const double t = median_of(j.step_s);
+      const double t = bench::median_of(j.step_s);
       std::int64_t formula = 0;
       if (j.layout.tp > 1) {
         const std::vector<int> cut = nn::gpt_stage_blocks(gc, j.layout.pp);

@@ -20,6 +20,8 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/common/cpu_flags.hpp"
+#include "bench/model_parallel/common.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/memory/ledger.hpp"
@@ -33,28 +35,6 @@ using namespace strata::parallel;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// The avx512 flags of this CPU ("" when none), printed with the figures.
-std::string avx512_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("flags", 0) == 0) {
-      std::istringstream words(line);
-      std::set<std::string> found;
-      for (std::string w; words >> w;)
-        if (w.rfind("avx512", 0) == 0) found.insert(w);
-      std::string out;
-      for (const auto& w : found) out += (out.empty() ? "" : " ") + w;
-      return out;
-    }
-  return "";
-}
-
-double middle(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 // One job (pp stages or dp replicas) with its own ledger and model.
 struct Job {
@@ -116,14 +96,7 @@ int main(int argc, char** argv) {
       jobs.push_back(std::make_unique<Job>(gc, w, cfg, 1, m / N));
     }
     Philox rng(7 + static_cast<std::uint64_t>(rank));
-    auto next_batch = [&](nn::Batch& b) {
-      std::int32_t* in = b["tokens"].data<std::int32_t>();
-      std::int32_t* tgt = b["targets"].data<std::int32_t>();
-      for (std::int64_t i = 0; i < b["tokens"].numel(); ++i) {
-        in[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
-        tgt[i] = static_cast<std::int32_t>(rng.next_below(gc.vocab_size));
-      }
-    };
+    auto next_batch = [&](nn::Batch& b) { bench::random_tokens(rng, gc.vocab_size, b); };
     const std::vector<int> cut = nn::gpt_stage_blocks(gc, N);
     if (lead) {
       std::string blocks;
@@ -132,7 +105,7 @@ int main(int argc, char** argv) {
                   "GPT L=%d d=%d heads=%d T=%d vocab=%d, micro-batch %d, fp32 AdamW; blocks per "
                   "stage %s; global batch m x %d sequences for both jobs\n",
                   N, std::string(w.transport()).c_str(), cpu::num_threads(),
-                  avx512_flags().empty() ? "none" : avx512_flags().c_str(), gc.n_layer, gc.n_embd,
+                  bench::avx512_flags().empty() ? "none" : bench::avx512_flags().c_str(), gc.n_layer, gc.n_embd,
                   gc.n_head, gc.block_size, gc.vocab_size, micro, blocks.c_str(), micro);
       std::fflush(stdout);
     }
@@ -160,7 +133,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < ms.size(); ++i) {
       Job& pp = *jobs[2 * i];
       Job& dp = *jobs[2 * i + 1];
-      const double tp = middle(pp.step_s), td = middle(dp.step_s);
+      const double tp = bench::median_of(pp.step_s), td = bench::median_of(dp.step_s);
       const double bubble = w.all_reduce_value(pp.wait_s / (pp.busy_s + pp.wait_s), ReduceOp::avg);
       const double theory = static_cast<double>(N - 1) / (ms[i] + N - 1);
       if (lead)

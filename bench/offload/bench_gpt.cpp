@@ -23,6 +23,7 @@
 #include <sstream>
 #include <vector>
 
+#include "bench/common/cpu_flags.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/memory/size.hpp"
@@ -52,20 +53,6 @@ std::string rss() {
     if (line.rfind("VmHWM:", 0) == 0) peak = std::stoull(line.substr(6)) * 1024;
   }
   return fmt::format("process RSS {} (peak {})", format_bytes(now), format_bytes(peak));
-}
-
-std::string cpu_flags() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line, out;
-  while (std::getline(f, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line);
-    for (std::string w; words >> w;)
-      if (w.rfind("avx512", 0) == 0 || w == "avx2" || w == "fma" || w == "f16c")
-        out += (out.empty() ? "" : " ") + w;
-    break;
-  }
-  return out.empty() ? "(no AVX2, no AVX-512)" : out;
 }
 
 // What one NVMe swap file moved in a step.
@@ -185,7 +172,7 @@ int main(int argc, char** argv) {
                 "%s; %d threads; ZeRO stage %d on one rank; CPU flags: %s\n",
                 layers, embd, heads, vocab, seq, static_cast<double>(store.total_numel()) / 1e9,
                 dtype.c_str(), store.num_units(), optimizer.c_str(), cpu::num_threads(), stage,
-                cpu_flags().c_str());
+                bench::cpu_flags().c_str());
     std::printf("%s\n", offload::describe(cfg).c_str());
     std::printf("set-up %.1f s (init + optimizer state %s); %s\nmemory after set-up:\n%s",
                 since(t_init), offload.c_str(), rss().c_str(), ledger.report().c_str());

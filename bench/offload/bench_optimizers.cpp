@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/cpu_flags.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/train/trainer.hpp"
@@ -119,18 +120,6 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-std::string cpu_flags() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line, flags;
-  while (std::getline(f, line))
-    if (line.rfind("flags", 0) == 0) {
-      for (const char* w : {"avx2", "fma", "avx512f", "avx512dq", "avx512bw", "avx512vl"})
-        if (line.find(std::string(" ") + w) != std::string::npos) flags += std::string(w) + " ";
-      break;
-    }
-  return flags;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,7 +186,7 @@ int main(int argc, char** argv) {
   std::printf("optimizer step, %.1f M parameters (%d blocks of d=%lld, %s parameters), %d threads, "
               "%s path, %d rounds (median); CPU flags: %s\n",
               n / 1e6, blocks, static_cast<long long>(embd), dtype.c_str(), threads,
-              optim::simd_path_name(optim::best_simd_path()), rounds, cpu_flags().c_str());
+              optim::simd_path_name(optim::best_simd_path()), rounds, bench::cpu_flags().c_str());
   std::printf("%-24s %12s %10s %14s %16s\n", "optimizer/state", "M params/s", "vs AdamW",
               "state B/param", "NVMe I/O B/param");
   double adamw_pps = 0;

@@ -70,13 +70,20 @@ inline std::map<std::string, std::vector<float>> by_name(parallel::Training& t, 
 // Every parameter of the model by name on every rank, whatever the pipeline layout: each stage
 // contributes the parameters it holds (the tied copy only once, from its owner), summed over the
 // pipeline group (x + 0 is exact).
-inline std::map<std::string, std::vector<float>> whole_model(parallel::Training& t, int which = 0) {
-  auto mine = by_name(t, which);
+// Leaves out of `mine` (by_name of t) the parameters of a tied copy this stage holds but does not
+// own (the last stage's wte): its owner stage contributes them.
+inline void drop_tied_copies(parallel::Training& t,
+                             std::map<std::string, std::vector<float>>& mine) {
   if (const nn::ModelStage* st = t.stage())
     for (const nn::TiedUnit& tu : st->tied_units())
       if (!tu.owner)
         for (const nn::Parameter* p : t.store().layout(static_cast<std::size_t>(tu.unit)).params)
           mine.erase(p->name);
+}
+
+inline std::map<std::string, std::vector<float>> whole_model(parallel::Training& t, int which = 0) {
+  auto mine = by_name(t, which);
+  drop_tied_copies(t, mine);
   std::map<std::string, std::vector<float>> out;
   for (const nn::Parameter* p : t.model().parameters()) {
     std::vector<float> v(static_cast<std::size_t>(p->shape.numel()), 0.0f);

@@ -54,11 +54,7 @@ inline std::map<std::string, std::vector<float>> assemble_tp(parallel::Training&
 // summed over the tp and the pipeline groups (x + 0 is exact). which: 0 masters, 1/2 moments.
 inline std::map<std::string, std::vector<float>> assemble_3d(parallel::Training& t, int which = 0) {
   auto mine = by_name(t, which);
-  if (const nn::ModelStage* st = t.stage())
-    for (const nn::TiedUnit& tu : st->tied_units())
-      if (!tu.owner)
-        for (const nn::Parameter* p : t.store().layout(static_cast<std::size_t>(tu.unit)).params)
-          mine.erase(p->name);
+  drop_tied_copies(t, mine);
   const auto& tp = t.grid().tp();
   std::map<std::string, std::vector<float>> out;
   for (const nn::Parameter* p : t.model().parameters()) {

@@ -16,34 +16,14 @@
 #include "framework/core/rng.hpp"
 #include "framework/train/onebit_lamb_step.hpp"
 #include "framework/train/trainer.hpp"
+#include "tests/unit/train/onebit_fixture.hpp"
 
 namespace strata::train {
 namespace {
 namespace test_onebit_lamb {
 
-struct Params {
-  std::vector<std::unique_ptr<nn::Parameter>> owned;
-  std::vector<std::vector<nn::Parameter*>> units;
-  Params() {
-    auto add = [&](std::size_t unit, const char* name, Shape shape, bool decay) {
-      auto p = std::make_unique<nn::Parameter>();
-      p->name = name;
-      p->shape = std::move(shape);
-      p->decay = decay;
-      if (units.size() <= unit) units.resize(unit + 1);
-      units[unit].push_back(p.get());
-      owned.push_back(std::move(p));
-    };
-    add(0, "W", Shape{6, 10}, true);
-    add(0, "b", Shape{10}, false);  // no weight decay on vectors, as AdamW
-    add(1, "E", Shape{13, 4}, true);
-  }
-};
-
-// The stand-in exchange: element i of the fused tensor x becomes 0.5·x + 0.001·(i mod 7).
-float exchanged(float x, std::size_t i) {
-  return 0.5f * x + 0.001f * static_cast<float>(i % 7);
-}
+using onebit_test::exchanged;
+using onebit_test::Params;
 
 struct Reference {  // one parameter's state in double
   std::vector<double> p, m, v, vf;
