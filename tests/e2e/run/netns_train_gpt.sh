@@ -40,7 +40,7 @@ for i in $(seq 1 400); do
   echo "line $i: sphinx of black quartz, judge my vow, $((i * 7 % 11)) times"
 done >"$T/corpus.txt"
 "$strata" data prepare --input "$T/corpus.txt" --output "$T/tiny" >/dev/null || fail "data prepare failed"
-steps=24
+steps=60  # room between the kill at step 9 and the end, also on a slow machine
 cat >"$T/config.json" <<JSON
 {
   "train_micro_batch_size_per_gpu": 4,
