@@ -79,7 +79,7 @@ void run_inspect(const std::string& dir, bool show_slices) {
       elements += p.numel();
     if (show_slices)
       for (const auto& s : p.slices)
-        fmt::print("    {:<10} [{}, {}) {} in {}:{}  {}\n", s.kind, s.begin, s.end,
+        fmt::print("    {:<10} {} {} in {}:{}  {}\n", s.kind, s.layout().str(),
                    dtype_name(s.dtype), s.file, s.dataset, fmt::format("crc32:{:08x}", s.checksum));
   }
   fmt::print("\ntotal       {} parameters, {} elements{}\n", m.params.size() - state_entries, elements,

@@ -117,9 +117,11 @@ void validate(const Manifest& m) {
       if (!files.count(s.file))
         fail("checkpoint", "{} {}: file '{}' is not a rank file of this checkpoint", s.kind, p.name,
              s.file);
-      if (!(0 <= s.begin && s.begin < s.end && s.end <= numel))
-        fail("checkpoint", "{} {}: slice [{}, {}) is empty or outside [0, {})", s.kind, p.name,
-             s.begin, s.end, numel);
+      if (const std::string e = s.layout().error(numel); !e.empty())
+        fail("checkpoint", "{} {}: {}", s.kind, p.name, e);
+      if (s.run > 0 && m.format_version < 3)
+        fail("checkpoint", "{} {}: a hyperslab slice in a format_version {} manifest (hyperslabs "
+             "came with 3)", s.kind, p.name, m.format_version);
       if (!datasets.insert({s.file, s.dataset}).second)
         fail("checkpoint", "{} {}: dataset {} of {} is listed twice", s.kind, p.name, s.dataset,
              s.file);
@@ -127,7 +129,9 @@ void validate(const Manifest& m) {
       if (!fresh && it->second != s.dtype)
         fail("checkpoint", "{} {}: slices are stored as both {} and {}", s.kind, p.name,
              dtype_name(it->second), dtype_name(s.dtype));
-      by_kind[s.kind].push_back({s.begin, s.end});
+      s.layout().for_each_run([&](std::int64_t b, std::int64_t n) {
+        by_kind[s.kind].push_back({b, b + n});
+      });
     }
     auto pk = kind_dtype.find(std::string(kParam));
     if (is_state_entry(p.name)) {
@@ -222,6 +226,7 @@ Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>&
   // Parameters in the order the files list their values (rank 0 first), then any that only have
   // other kinds (optimizer-state entries; validate() rejects any other).
   std::map<std::string, std::size_t> index;
+  bool strided = false;
   for (int pass = 0; pass < 2; ++pass) {
     for (const ShardRecord* r : by_rank) {
       if (pass == 0)
@@ -235,8 +240,9 @@ Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>&
         if (p.shape != d.global_shape)
           fail("checkpoint", "{}: {} says shape {}, another file says {}", d.name, r->file,
                d.global_shape.str(), p.shape.str());
-        p.slices.push_back(
-            SliceEntry{r->file, d.path, d.kind, d.dtype, d.begin, d.end, d.checksum});
+        p.slices.push_back(SliceEntry{r->file, d.path, d.kind, d.dtype, d.begin, d.end,
+                                      d.checksum, d.run, d.stride});
+        if (d.run > 0) strided = true;
       }
     }
   }
@@ -245,6 +251,7 @@ Manifest build_manifest(const ManifestHeader& h, const std::vector<ShardRecord>&
                      [](const SliceEntry& a, const SliceEntry& b) {
                        return std::tie(a.kind, a.begin) < std::tie(b.kind, b.begin);
                      });
+  m.format_version = strided ? kManifestFormatVersion : kFlatManifestFormatVersion;
   validate(m);
   return m;
 }
@@ -270,6 +277,11 @@ json to_json(const Manifest& m) {
                         {"begin", s.begin},
                         {"end", s.end},
                         {"checksum", format_checksum(s.checksum)}});
+    for (std::size_t k = 0; k < p.slices.size(); ++k)
+      if (p.slices[k].run > 0) {
+        slices[k]["run"] = p.slices[k].run;
+        slices[k]["stride"] = p.slices[k].stride;
+      }
     params.push_back({{"name", p.name},
                       {"shape", p.shape.dims()},
                       {"dtype", std::string(dtype_name(p.dtype))},
@@ -299,6 +311,11 @@ json record_to_json(const ShardRecord& r) {
                         {"begin", d.begin},
                         {"end", d.end},
                         {"checksum", format_checksum(d.checksum)}});
+  for (std::size_t k = 0; k < r.datasets.size(); ++k)
+    if (r.datasets[k].run > 0) {
+      datasets[k]["run"] = r.datasets[k].run;
+      datasets[k]["stride"] = r.datasets[k].stride;
+    }
   json out = {{"file", r.file},
               {"rank", r.rank},
               {"bytes", r.bytes},
@@ -338,6 +355,10 @@ ShardRecord record_from_json(const json& j) {
     d.begin = e.i64("begin");
     d.end = e.i64("end");
     d.checksum = checksum_field(e, "checksum");
+    if (e.maybe("run")) {
+      d.run = e.i64("run");
+      d.stride = e.i64("stride");
+    }
     e.done();
     r.datasets.push_back(std::move(d));
   }
@@ -408,6 +429,10 @@ Manifest manifest_from_json(const json& j) {
       se.begin = s.i64("begin");
       se.end = s.i64("end");
       se.checksum = checksum_field(s, "checksum");
+      if (s.maybe("run")) {
+        se.run = s.i64("run");
+        se.stride = s.i64("stride");
+      }
       s.done();
       p.slices.push_back(std::move(se));
     }

@@ -13,6 +13,7 @@
 
 #include "framework/checkpoint/shard_record.hpp"
 #include "framework/checkpoint/train_state.hpp"
+#include "framework/checkpoint/slice.hpp"
 #include "framework/core/dtype.hpp"
 #include "framework/core/shape.hpp"
 
@@ -20,7 +21,10 @@ namespace strata::checkpoint {
 
 inline constexpr const char* kManifestFormat = "strata-checkpoint";
 // 2: the manifest carries a checksum of its own contents ("checksum"); 1 (older) is still read.
-inline constexpr int kManifestFormatVersion = 2;
+// 3: slices may be hyperslabs (SliceEntry::run/stride; written as 3 only when some slice is one,
+// so other checkpoints stay readable by builds that read 2).
+inline constexpr int kManifestFormatVersion = 3;
+inline constexpr int kFlatManifestFormatVersion = 2;
 inline constexpr int kOldestManifestFormatVersion = 1;
 
 // The Strata version this library was built as ("0.1.0").
@@ -39,6 +43,8 @@ struct SliceEntry {
   DType dtype = DType::f32;
   std::int64_t begin = 0, end = 0;
   std::uint32_t checksum = 0;
+  std::int64_t run = 0, stride = 0;  // a hyperslab's rows (SliceRef); 0: the flat [begin, end)
+  SliceLayout layout() const { return {begin, end, run, stride}; }
 };
 
 struct ParamEntry {

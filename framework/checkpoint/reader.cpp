@@ -62,11 +62,12 @@ const DatasetRecord& CheckpointReader::dataset(const ShardFile& f, const ParamEn
   if (it != described_.end()) return it->second;
   DatasetRecord d = f.describe(s.dataset);
   if (d.name != p.name || d.kind != s.kind || d.global_shape != p.shape || d.begin != s.begin ||
-      d.end != s.end || d.dtype != s.dtype || d.checksum != s.checksum)
+      d.end != s.end || d.run != s.run || d.stride != s.stride || d.dtype != s.dtype ||
+      d.checksum != s.checksum)
     corrupt(f.path(), s.dataset,
-            "describes itself as {} {} {} [{}, {}) {} {}, manifest says {} {} {} [{}, {}) {} {}",
-            d.kind, d.name, d.global_shape.str(), d.begin, d.end, dtype_name(d.dtype),
-            format_checksum(d.checksum), s.kind, p.name, p.shape.str(), s.begin, s.end,
+            "describes itself as {} {} {} {} {} {}, manifest says {} {} {} {} {} {}", d.kind,
+            d.name, d.global_shape.str(), d.layout().str(), dtype_name(d.dtype),
+            format_checksum(d.checksum), s.kind, p.name, p.shape.str(), s.layout().str(),
             dtype_name(s.dtype), format_checksum(s.checksum));
   return described_.emplace(key, std::move(d)).first->second;
 }
@@ -88,17 +89,25 @@ void CheckpointReader::read_range(std::string_view kind, const std::string& name
   std::vector<unsigned char> tmp;
   std::int64_t pos = begin;
   while (pos < end) {
-    // The slice covering pos that reaches furthest.
+    // The slice holding pos whose run from pos reaches furthest (a hyperslab's run ends with
+    // its row).
     const SliceEntry* best = nullptr;
-    for (const SliceEntry* s : slices)
-      if (s->begin <= pos && pos < s->end && (!best || s->end > best->end)) best = s;
+    std::int64_t at = 0, reach = 0;  // best's offset of pos, and its elements from there
+    for (const SliceEntry* s : slices) {
+      const auto [offset, count] = s->layout().locate(pos);
+      if (offset >= 0 && count > reach) {
+        best = s;
+        at = offset;
+        reach = count;
+      }
+    }
     if (!best)
       throw CheckpointError(join_path(dir_, kManifestName), "",
                             fmt::format("no slice of {} {} holds element {}", kind, name, pos));
     const ShardFile& f = file(best->file);
     const DatasetRecord& d = dataset(f, *p, *best);
     const auto key = std::make_pair(best->file, best->dataset);
-    const std::int64_t stop = std::min(end, best->end);
+    const std::int64_t stop = std::min(end, pos + reach);
     const std::int64_t n = stop - pos;
     unsigned char* dst =
         static_cast<unsigned char*>(out) + static_cast<std::size_t>(pos - begin) * out_size;
@@ -110,13 +119,13 @@ void CheckpointReader::read_range(std::string_view kind, const std::string& name
     }
     if (verify) {
       // One pass: the whole dataset is read once, checksummed, and the range kept.
-      const std::uint32_t crc = f.read_checksummed(d, pos - best->begin, n, into);
+      const std::uint32_t crc = f.read_checksummed(d, at, n, into);
       if (crc != best->checksum)
         corrupt(f.path(), best->dataset, "checksum mismatch: manifest says {}, data gives {}",
                 format_checksum(best->checksum), format_checksum(crc));
       verified_.insert(key);
     } else {
-      f.read(d, pos - best->begin, n, into);
+      f.read(d, at, n, into);
     }
     if (d.dtype != want) convert(tmp.data(), d.dtype, dst, want, static_cast<std::size_t>(n));
     pos = stop;

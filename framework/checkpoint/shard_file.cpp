@@ -132,6 +132,11 @@ DatasetRecord ShardFile::describe(const std::string& dataset_path) const {
     r.global_shape = Shape(h5::read_attr_i64s(d, "global_shape"));
     r.begin = h5::read_attr_i64(d, "slice_begin");
     r.end = h5::read_attr_i64(d, "slice_end");
+    if (h5::has_attr(d, "slice_run")) {
+      r.run = h5::read_attr_i64(d, "slice_run");
+      r.stride = h5::read_attr_i64(d, "slice_stride");
+      if (r.run <= 0) fail("checkpoint", "slice_run is {}; a hyperslab has rows of >= 1", r.run);
+    }
     r.dtype = parse_stored_dtype(h5::read_attr_string(d, "dtype"));
     const std::string sum = h5::read_attr_string(d, "checksum");
     const auto crc = parse_checksum(sum);
@@ -142,9 +147,8 @@ DatasetRecord ShardFile::describe(const std::string& dataset_path) const {
     for (auto e : r.global_shape.dims())
       if (e < 0) fail("checkpoint", "negative extent in global_shape {}", r.global_shape.str());
     const std::int64_t numel = r.global_shape.numel();
-    if (!(0 <= r.begin && r.begin < r.end && r.end <= numel))
-      fail("checkpoint", "slice [{}, {}) is empty or outside the {} elements of global_shape {}",
-           r.begin, r.end, numel, r.global_shape.str());
+    if (const std::string e = r.layout().error(numel); !e.empty())
+      fail("checkpoint", "{} (global_shape {})", e, r.global_shape.str());
     const auto dims = h5::dataset_dims(d);
     if (dims.size() != 1 || dims[0] != r.end - r.begin)
       fail("checkpoint", "extent is {} but the slice [{}, {}) has {} elements", Shape(dims).str(),

@@ -2,6 +2,7 @@
 // global shape, range, stored dtype, checksum) and the rank-state checksum.
 #pragma once
 
+#include "framework/checkpoint/slice.hpp"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,7 +30,9 @@ struct DatasetRecord {
   std::uint32_t checksum = 0;  // CRC-32 of the stored little-endian bytes
   // Reading: where the contiguous raw data starts in the file (nullopt: read through HDF5).
   std::optional<std::uint64_t> data_offset = std::nullopt;
+  std::int64_t run = 0, stride = 0;  // a hyperslab's rows (SliceRef); 0: the flat [begin, end)
   std::int64_t numel() const { return end - begin; }
+  SliceLayout layout() const { return {begin, end, run, stride}; }
 };
 
 struct ShardRecord {

@@ -176,11 +176,17 @@ void ShardWriter::add_slice(const SliceRef& s) {
   h5::write_attr(ds.get(), "global_shape", s.global_shape.dims());
   h5::write_attr(ds.get(), "slice_begin", s.begin);
   h5::write_attr(ds.get(), "slice_end", s.end);
+  if (s.run > 0) {  // a hyperslab of rows (flat slices keep the attributes they always had)
+    h5::write_attr(ds.get(), "slice_run", s.run);
+    h5::write_attr(ds.get(), "slice_stride", s.stride);
+  }
   h5::write_attr(ds.get(), "dtype", std::string(dtype_name(s.dtype)));
   h5::write_attr(ds.get(), "checksum", format_checksum(crc));
   ds.close("dataset");
-  record_.datasets.push_back(
-      DatasetRecord{path, s.kind, s.name, s.global_shape, s.dtype, s.begin, s.end, crc});
+  DatasetRecord rec{path, s.kind, s.name, s.global_shape, s.dtype, s.begin, s.end, crc};
+  rec.run = s.run;
+  rec.stride = s.stride;
+  record_.datasets.push_back(std::move(rec));
 }
 
 void ShardWriter::set_rank_state(const RankState& state) {

@@ -29,6 +29,37 @@ bool valid_param_name(std::string_view name) {
   return true;
 }
 
+std::int64_t SliceLayout::extent_end() const {
+  if (!strided()) return end;
+  return begin + (numel() / run - 1) * stride + run;
+}
+
+std::string SliceLayout::error(std::int64_t numel_whole) const {
+  if (!(0 <= begin && begin < end))
+    return fmt::format("slice {} is empty or outside [0, {})", str(), numel_whole);
+  if (run < 0 || (run > 0 && (stride < run || numel() % run != 0)))
+    return fmt::format("slice {} is not whole rows of {} at least {} apart", str(), run, run);
+  if (extent_end() > numel_whole)
+    return fmt::format("slice {} is outside [0, {})", str(), numel_whole);
+  return "";
+}
+
+std::pair<std::int64_t, std::int64_t> SliceLayout::locate(std::int64_t pos) const {
+  if (!strided()) {
+    if (begin <= pos && pos < end) return {pos - begin, end - pos};
+    return {-1, 0};
+  }
+  if (pos < begin) return {-1, 0};
+  const std::int64_t row = (pos - begin) / stride, col = (pos - begin) % stride;
+  if (row >= numel() / run || col >= run) return {-1, 0};
+  return {row * run + col, run - col};
+}
+
+std::string SliceLayout::str() const {
+  if (!strided()) return fmt::format("[{}, {})", begin, end);
+  return fmt::format("[{}, +{}) in rows of {} every {}", begin, numel(), run, stride);
+}
+
 void validate_slice(const SliceRef& s, const std::string& where) {
   if (!valid_kind(s.kind))
     fail("checkpoint", "{}: invalid slice kind '{}' (lower-case letters, digits and '_')", where,
@@ -40,9 +71,8 @@ void validate_slice(const SliceRef& s, const std::string& where) {
       fail("checkpoint", "{}: {} has negative extent in shape {}", where, s.name,
            s.global_shape.str());
   const std::int64_t numel = s.global_shape.numel();
-  if (!(0 <= s.begin && s.begin < s.end && s.end <= numel))
-    fail("checkpoint", "{}: slice [{}, {}) of {} {} is empty or outside [0, {})", where, s.begin,
-         s.end, s.kind, s.name, numel);
+  if (const std::string e = layout_of(s).error(numel); !e.empty())
+    fail("checkpoint", "{}: {} {}: {}", where, s.kind, s.name, e);
   if (s.data == nullptr) fail("checkpoint", "{}: slice {} {} has no data", where, s.kind, s.name);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 
@@ -57,7 +58,38 @@ struct SliceRef {
   // CRC-32 of the data when the caller already computed it (staging does, while copying); the
   // writer then trusts it instead of reading the data once more.
   std::optional<std::uint32_t> checksum = std::nullopt;
+  // 0: the slice is the flat range [begin, end). Otherwise an N-dimensional hyperslab of a
+  // parameter split along one dimension (a tensor-parallel part): rows of `run` elements, `stride`
+  // apart in the whole parameter, the first at `begin`; end - begin is still its element count.
+  std::int64_t run = 0, stride = 0;
 };
+
+// Where a slice's elements lie in the whole (flattened) parameter: element i of a strided slice
+// (run > 0) is at begin + (i / run)·stride + i % run; of a flat one at begin + i.
+struct SliceLayout {
+  std::int64_t begin = 0, end = 0, run = 0, stride = 0;
+  std::int64_t numel() const { return end - begin; }
+  bool strided() const { return run > 0; }
+  // One past the whole parameter's index of the last element.
+  std::int64_t extent_end() const;
+  // "" when the layout is well formed and lies within [0, numel), else what is wrong.
+  std::string error(std::int64_t numel) const;
+  // The run holding whole-parameter element pos: {offset in the slice's data, elements to the
+  // end of that run}; {-1, 0} when the slice does not hold pos.
+  std::pair<std::int64_t, std::int64_t> locate(std::int64_t pos) const;
+  // Calls f(whole-parameter begin, count) for each run, in order.
+  template <typename F>
+  void for_each_run(F&& f) const {
+    if (!strided()) {
+      if (end > begin) f(begin, end - begin);
+      return;
+    }
+    for (std::int64_t i = 0; i < numel(); i += run) f(begin + (i / run) * stride, run);
+  }
+  // "[b, e)" or "[b, e) in rows of r every s".
+  std::string str() const;
+};
+inline SliceLayout layout_of(const SliceRef& s) { return {s.begin, s.end, s.run, s.stride}; }
 
 // Throws strata::Error unless the kind and name are usable as HDF5 names and the range lies within
 // the shape. `where` prefixes the message.

@@ -19,7 +19,10 @@ TensorOptions host_staging(MemoryLedger& ledger) {
 }  // namespace
 
 SliceRef StagedSlice::ref() const {
-  return SliceRef{kind, name, global_shape, data.dtype(), begin, end, data.raw(), checksum};
+  SliceRef r{kind, name, global_shape, data.dtype(), begin, end, data.raw(), checksum};
+  r.run = run;
+  r.stride = stride;
+  return r;
 }
 
 StagedSlice stage(const SliceRef& s, MemoryLedger& ledger) {
@@ -27,7 +30,8 @@ StagedSlice stage(const SliceRef& s, MemoryLedger& ledger) {
   const std::int64_t n = s.end - s.begin;
   Tensor t = Tensor::empty(Shape{n}, s.dtype, host_staging(ledger));
   const std::uint32_t crc = crc32_copy(t.raw(), s.data, t.nbytes());
-  return StagedSlice{s.kind, s.name, s.global_shape, s.begin, s.end, std::move(t), crc};
+  return StagedSlice{s.kind, s.name, s.global_shape, s.begin, s.end, std::move(t), crc, s.run,
+                     s.stride};
 }
 
 StagedSlice stage(std::string kind, std::string name, Shape global_shape, std::int64_t begin,
@@ -73,7 +77,8 @@ StagedSlice StagingArena::stage(const SliceRef& s) {
   Tensor t(storage_, s.dtype, Shape{n}, {1}, static_cast<std::int64_t>(at / esize));
   const std::uint32_t crc = crc32_copy(t.raw(), s.data, bytes);
   used_ += bytes;
-  return StagedSlice{s.kind, s.name, s.global_shape, s.begin, s.end, std::move(t), crc};
+  return StagedSlice{s.kind, s.name, s.global_shape, s.begin, s.end, std::move(t), crc, s.run,
+                     s.stride};
 }
 
 }  // namespace strata::checkpoint

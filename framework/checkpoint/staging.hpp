@@ -23,6 +23,7 @@ struct StagedSlice {
   std::int64_t begin = 0, end = 0;
   Tensor data;                 // host, contiguous, end - begin elements
   std::uint32_t checksum = 0;  // CRC-32 of data's bytes
+  std::int64_t run = 0, stride = 0;  // a hyperslab's rows (SliceRef)
   SliceRef ref() const;        // with the checksum
 };
 

@@ -31,8 +31,8 @@ void compare(const std::string& file, const ParamEntry& p, const SliceEntry& s,
   if (d.kind != s.kind) fault(fmt::format("kind is '{}', manifest says '{}'", d.kind, s.kind));
   if (d.global_shape != p.shape)
     fault(fmt::format("global_shape is {}, manifest says {}", d.global_shape.str(), p.shape.str()));
-  if (d.begin != s.begin || d.end != s.end)
-    fault(fmt::format("slice is [{}, {}), manifest says [{}, {})", d.begin, d.end, s.begin, s.end));
+  if (d.begin != s.begin || d.end != s.end || d.run != s.run || d.stride != s.stride)
+    fault(fmt::format("slice is {}, manifest says {}", d.layout().str(), s.layout().str()));
   if (d.dtype != s.dtype)
     fault(fmt::format("dtype is {}, manifest says {}", dtype_name(d.dtype), dtype_name(s.dtype)));
   if (d.checksum != s.checksum)

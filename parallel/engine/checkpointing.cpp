@@ -121,10 +121,16 @@ std::vector<ck::SliceRef> unit_slices(const nn::UnitLayout& l, std::int64_t a, s
     if (!p.placement.split() && tp_index != 0) continue;
     const Shape whole = p.placement.global_shape(p.shape);
     const unsigned char* data = base + static_cast<std::size_t>(pc.flat_begin - l.lo) * esize;
-    to_global(p, pc.begin, pc.end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
-      out.push_back(ck::SliceRef{std::string(kind), p.name, whole, owned.dtype(), global, global + n,
-                                 data + static_cast<std::size_t>(local - pc.begin) * esize});
-    });
+    to_global_slices(p, pc.begin, pc.end,
+                     [&](std::int64_t local, std::int64_t global, std::int64_t n, std::int64_t run,
+                         std::int64_t stride) {
+                       ck::SliceRef s{std::string(kind), p.name, whole, owned.dtype(), global,
+                                      global + n,
+                                      data + static_cast<std::size_t>(local - pc.begin) * esize};
+                       s.run = run;
+                       s.stride = stride;
+                       out.push_back(std::move(s));
+                     });
   }
   return out;
 }
@@ -338,10 +344,11 @@ Checkpointer::SavedSize Checkpointer::saved_size() const {
       for (const ck::FlatPiece& pc : ck::split_flat_range(flat_params(l), r.a, r.b)) {
         const nn::Parameter& p = *l.params[pc.param];
         if (!p.placement.split() && pipeline_.tp_index != 0) continue;
-        to_global(p, pc.begin, pc.end, [&](std::int64_t, std::int64_t, std::int64_t n) {
-          out.bytes += static_cast<std::size_t>(n) * sizeof(float);
-          ++out.slices;
-        });
+        to_global_slices(p, pc.begin, pc.end,
+                         [&](std::int64_t, std::int64_t, std::int64_t n, std::int64_t, std::int64_t) {
+                           out.bytes += static_cast<std::size_t>(n) * sizeof(float);
+                           ++out.slices;
+                         });
       }
     out.bytes += state_slice_bytes(trainer_, l, u, r, pipeline_.tp_index, &out.slices);
   }

@@ -48,10 +48,16 @@ void elementwise(const nn::UnitLayout& l, std::int64_t a, std::int64_t b, std::s
         owned ? static_cast<const unsigned char*>(owned->raw()) +
                     static_cast<std::size_t>(p.flat_begin - l.lo) * esize
               : nullptr;
-    to_global(prm, p.begin, p.end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
-      f(ck::SliceRef{std::string(kind), prm.name, whole, dt, global, global + n,
-                     data ? data + static_cast<std::size_t>(local - p.begin) * esize : nullptr});
-    });
+    to_global_slices(prm, p.begin, p.end,
+                     [&](std::int64_t local, std::int64_t global, std::int64_t n, std::int64_t run,
+                         std::int64_t stride) {
+                       ck::SliceRef s{std::string(kind), prm.name, whole, dt, global, global + n,
+                                      data ? data + static_cast<std::size_t>(local - p.begin) * esize
+                                           : nullptr};
+                       s.run = run;
+                       s.stride = stride;
+                       f(s);
+                     });
   }
 }
 

@@ -43,6 +43,39 @@ void to_global(const nn::Parameter& p, std::int64_t begin, std::int64_t end, F&&
   });
 }
 
+// The slices a tensor-parallel part writes of its elements [begin, end) of parameter p: the
+// pieces of to_global, with consecutive full runs of one length at one stride (a parameter split
+// along a later dimension: one run per row) joined into one hyperslab slice. Calls
+// f(element of the part, element of the whole parameter, count, run, stride): run 0 for a flat
+// piece, else `count` elements in rows of `run`, `stride` apart in the whole parameter (the part's
+// elements stay contiguous).
+template <typename F>
+void to_global_slices(const nn::Parameter& p, std::int64_t begin, std::int64_t end, F&& slice) {
+  std::int64_t local0 = 0, global0 = 0, run = 0, stride = 0, rows = 0;
+  auto flush = [&] {
+    if (rows == 0) return;
+    if (rows == 1 || stride == run) slice(local0, global0, rows * run, std::int64_t{0}, std::int64_t{0});
+    else slice(local0, global0, rows * run, run, stride);
+    rows = 0;
+  };
+  to_global(p, begin, end, [&](std::int64_t local, std::int64_t global, std::int64_t n) {
+    const bool joins = rows > 0 && n == run && local == local0 + rows * run &&
+                       (rows == 1 ? global > global0 : global == global0 + rows * stride);
+    if (joins) {
+      if (rows == 1) stride = global - global0;
+      ++rows;
+      return;
+    }
+    flush();
+    local0 = local;
+    global0 = global;
+    run = n;
+    stride = 0;
+    rows = 1;
+  });
+  flush();
+}
+
 // The manifest's name for the trainer's optimizer: "adamw", "sgd", "adamw8bit", "adafactor",
 // "lamb".
 const char* checkpoint_optimizer_name(const train::Trainer& t);

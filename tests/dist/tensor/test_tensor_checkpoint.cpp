@@ -1,5 +1,6 @@
-// Checkpoints under tensor parallelism: each part saves its split parameters as runs of the whole
-// parameters (by placement) and part 0 the replicated ones, so the files hold whole parameters
+// Checkpoints under tensor parallelism: each part saves its split parameters as slices of the whole
+// parameters (by placement: a range, or a hyperslab of rows for a parameter split along a later
+// dimension) and part 0 the replicated ones, so the files hold whole parameters
 // under their global names and shapes and the manifest records tp; a tp = 2 run resumed from step
 // 3 equals the run that never stopped, bitwise; and a checkpoint moves between tensor layouts
 // (tp 2 <-> tp 1, tp 4, with a ZeRO-stage change) with every master and moment bitwise and the
@@ -67,6 +68,21 @@ TEST(TensorResume, SixStepsEqualThreeSaveLoadThree) {
       EXPECT_EQ(man.params.size(), whole.parameters().size());
       for (const nn::Parameter* p : whole.parameters())
         EXPECT_EQ(reader.read_f32(checkpoint::kParam, p->name), saved.at(p->name)) << p->name;
+      // A part's rows of a parameter split along its second dimension (row-parallel c_proj) are
+      // hyperslab slices, not a slice per row: at most 3 per rank and kind (a ZeRO range may cut
+      // a first and a last row), where one per row would be 32 per part.
+      EXPECT_EQ(man.format_version, checkpoint::kManifestFormatVersion);
+      bool strided = false;
+      for (const auto& pe : man.params) {
+        std::map<std::string, int> per_kind;
+        for (const auto& sl : pe.slices) {
+          ++per_kind[sl.kind];
+          strided = strided || sl.run > 0;
+        }
+        for (const auto& [kind, count] : per_kind)
+          EXPECT_LE(count, 3 * w.size()) << kind << " " << pe.name;
+      }
+      EXPECT_TRUE(strided) << "no hyperslab slice in a tp 2 checkpoint";
     }
   }
 }
