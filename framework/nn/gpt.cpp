@@ -109,15 +109,7 @@ Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
                  cfg_.vocab_size);
   ctx.before_forward(0);
   Tensor x = ctx.act(Shape{N, cfg_.n_embd});
-  if (tp_.size == 1) {
-    ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x);
-  } else {
-    // Each part looks up the tokens of its vocabulary slice (0 for the others), part 0 adds the
-    // positions, and the sum over the parts is the whole embedding (exactly: one term is nonzero).
-    ops::embedding_forward(tokens, value_of(*wte_), tp_.index == 0 ? value_of(*wpe_) : Tensor(), x,
-                           vocab_start_);
-    tp_all_reduce(ctx, tp_.size, x, "the vocabulary-parallel embedding");
-  }
+  embed(ctx, tokens, x);
   ctx.after_forward(0);
   const int B = static_cast<int>(tokens.dim(0));
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
@@ -130,6 +122,38 @@ Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
   Tensor xf = ln_f_.forward(ctx, x);
   ctx.after_forward(last);
   return xf;
+}
+
+void Gpt::embed(Context& ctx, const Tensor& tokens, const Tensor& x) {
+  if (tp_.size == 1) {
+    ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x);
+    return;
+  }
+  // Each part looks up the tokens of its vocabulary slice (0 for the others), part 0 adds the
+  // positions, and the sum over the parts is the whole embedding (exactly: one term is nonzero).
+  ops::embedding_forward(tokens, value_of(*wte_), tp_.index == 0 ? value_of(*wpe_) : Tensor(), x,
+                         vocab_start_);
+  tp_all_reduce(ctx, tp_.size, x, "the vocabulary-parallel embedding");
+}
+
+double Gpt::head_loss(Context& ctx, const Tensor& logits, const Tensor& targets,
+                      const Tensor& lse) {
+  return tp_.size == 1
+             ? ops::cross_entropy_forward(logits, targets, lse)
+             : vocab_parallel_cross_entropy(ctx, tp_.size, logits, targets, vocab_start_, lse);
+}
+
+void Gpt::head_loss_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                             float scale) {
+  if (tp_.size == 1)
+    ops::cross_entropy_backward(logits, lse, targets, logits, scale);
+  else
+    ops::cross_entropy_backward_slice(logits, lse, targets, vocab_start_, scale, logits);
+}
+
+void Gpt::embed_backward(const Tensor& tokens, const Tensor& dx) {
+  ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_),
+                          tp_.size == 1 ? -1 : vocab_start_);
 }
 
 double Gpt::forward(Context& ctx, const Batch& batch) {
@@ -153,9 +177,7 @@ double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
   ops::matmul(xf, value_of(*wte_), logits, false, true);
   ctx.after_forward(0);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum = tp_.size == 1
-                         ? ops::cross_entropy_forward(logits, tgt, lse)
-                         : vocab_parallel_cross_entropy(ctx, tp_.size, logits, tgt, vocab_start_, lse);
+  const double sum = head_loss(ctx, logits, tgt, lse);
   std::int64_t valid = 0;
   const std::int32_t* t = tgt.data<std::int32_t>();
   for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
@@ -175,10 +197,7 @@ void Gpt::backward(Context& ctx, float scale) {
   const int last = cfg_.n_layer + 1;
   const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
   // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
-  if (tp_.size == 1)
-    ops::cross_entropy_backward(logits, lse, targets, logits, sc);
-  else
-    ops::cross_entropy_backward_slice(logits, lse, targets, vocab_start_, sc, logits);
+  head_loss_backward(logits, lse, targets, sc);
   Tensor dx = ctx.act(Shape{N, cfg_.n_embd});
   ctx.before_backward(0);
   ops::matmul(logits, value_of(*wte_), dx, false, false);
@@ -193,7 +212,7 @@ void Gpt::backward(Context& ctx, float scale) {
     dx = blocks_[l]->backward(ctx, dx);
     ctx.after_backward(static_cast<int>(l) + 1);
   }
-  ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_), tp_.size == 1 ? -1 : vocab_start_);
+  embed_backward(tokens, dx);
   ctx.after_backward(0);
 }
 

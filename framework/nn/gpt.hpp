@@ -68,6 +68,15 @@ class Gpt : public Model {
   friend class GptStage;  // a pipeline stage runs a part of this model's layers
   double forward(Context& ctx, const Tensor& tokens, const Tensor& targets);
   Tensor trunk(Context& ctx, const Tensor& tokens);  // → ln_f output [N, C]
+  // The pieces a tensor-parallel part runs differently, shared with GptStage: the token and
+  // position embedding into x [N, C] (a part looks up its vocabulary slice and the parts' sum is
+  // the whole); the cross-entropy's sum over tokens of its logits [N, V or V/tp] (lse [N] kept
+  // for backward) and its backward into the logits, in place; the embedding's backward.
+  void embed(Context& ctx, const Tensor& tokens, const Tensor& x);
+  double head_loss(Context& ctx, const Tensor& logits, const Tensor& targets, const Tensor& lse);
+  void head_loss_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                          float scale);
+  void embed_backward(const Tensor& tokens, const Tensor& dx);
 
   GptConfig cfg_;
   TpShard tp_;

@@ -3,7 +3,6 @@
 #include "framework/backend/ops/ops.hpp"
 #include "framework/nn/stage_balance.hpp"
 #include "framework/nn/tensor_parallel.hpp"
-#include "framework/nn/vocab_parallel.hpp"
 
 namespace strata::nn {
 
@@ -123,14 +122,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
     ctx.before_forward(wte_unit_);
     if (wpe_unit_ != wte_unit_) ctx.before_forward(wpe_unit_);
     x = ctx.act(Shape{N, cfg.n_embd});
-    if (gpt_.tp_.size == 1) {
-      ops::embedding_forward(tokens, value_of(*gpt_.wte_), value_of(*gpt_.wpe_), x);
-    } else {  // this part's vocabulary slice; part 0 adds the positions; summed over the parts
-      ops::embedding_forward(tokens, value_of(*gpt_.wte_),
-                             gpt_.tp_.index == 0 ? value_of(*gpt_.wpe_) : Tensor(), x,
-                             gpt_.vocab_start_);
-      tp_all_reduce(ctx, gpt_.tp_.size, x, "the vocabulary-parallel embedding");
-    }
+    gpt_.embed(ctx, tokens, x);
     if (wpe_unit_ != wte_unit_) ctx.after_forward(wpe_unit_);
     ctx.after_forward(wte_unit_);
     if (ctx.grad_enabled) keep[0] = tokens.clone(ctx.activations);
@@ -168,10 +160,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
   ops::matmul(xf, value_of(*gpt_.wte_), logits, false, true);
   ctx.after_forward(head_unit_);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum =
-      gpt_.tp_.size == 1
-          ? ops::cross_entropy_forward(logits, tgt, lse)
-          : vocab_parallel_cross_entropy(ctx, gpt_.tp_.size, logits, tgt, gpt_.vocab_start_, lse);
+  const double sum = gpt_.head_loss(ctx, logits, tgt, lse);
   const std::int32_t* t = tgt.data<std::int32_t>();
   for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
   if (ctx.grad_enabled) {
@@ -198,10 +187,7 @@ Tensor GptStage::backward(Context& ctx, const Tensor& output_grad, float scale) 
     s = {};
     const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
     // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
-    if (gpt_.tp_.size == 1)
-      ops::cross_entropy_backward(logits, lse, targets, logits, sc);
-    else
-      ops::cross_entropy_backward_slice(logits, lse, targets, gpt_.vocab_start_, sc, logits);
+    gpt_.head_loss_backward(logits, lse, targets, sc);
     dx = ctx.act(Shape{N, cfg.n_embd});
     ctx.before_backward(head_unit_);
     ops::matmul(logits, value_of(*gpt_.wte_), dx, false, false);
@@ -229,8 +215,7 @@ Tensor GptStage::backward(Context& ctx, const Tensor& output_grad, float scale) 
     ctx.before_backward(wte_unit_);
     ctx.before_backward(wpe_unit_);
   }
-  ops::embedding_backward(tokens, dx, grad_of(*gpt_.wte_), grad_of(*gpt_.wpe_),
-                          gpt_.tp_.size == 1 ? -1 : gpt_.vocab_start_);
+  gpt_.embed_backward(tokens, dx);
   if (wpe_unit_ != wte_unit_) ctx.after_backward(wpe_unit_);
   ctx.after_backward(wte_unit_);
   return {};

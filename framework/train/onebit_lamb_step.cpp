@@ -37,6 +37,8 @@ OneBitLambStep::OneBitLambStep(const nn::ParamStore& store, const optim::OneBitL
     num_params_ += l.params.size();
     fused_numel_ += l.numel;
   }
+  while (errors_unit_ < store.num_units() && store.layout(errors_unit_).params.empty())
+    ++errors_unit_;
 }
 
 std::int64_t OneBitLambStep::factored_size(const nn::UnitLayout& l) {
@@ -127,8 +129,7 @@ void OneBitLambStep::compressed(nn::ParamStore& store, OptimizerStateStore& stat
   try {
     for (std::size_t u = 0; u < store.num_units(); ++u) held.push_back(&states.acquire(u));
     // The first compressed update fixes each momentum's scaling so that all have one RMS.
-    std::size_t first = 0;  // the first unit with parameters
-    while (first < store.num_units() && store.layout(first).params.empty()) ++first;
+    const std::size_t first = errors_unit_;  // the first unit with parameters
     if (first < store.num_units() &&
         onebit_lamb_scalars(*held[first], store.layout(first), 0)->scaling == 0.0f) {
       std::vector<double> rms;
@@ -172,7 +173,7 @@ void OneBitLambStep::compressed(nn::ParamStore& store, OptimizerStateStore& stat
       at += l.numel;
     }
     if (red.ranks > 1) {
-      float* errors = held[first]->errors.data<float>();  // Trainer::error_slots
+      float* errors = held[errors_unit_]->errors.data<float>();  // Trainer::error_slots
       const auto n = static_cast<std::size_t>(fused_numel_);
       const optim::ErrorFeedbackTensor t{flat, n, errors,
                                          errors + optim::onebit_padded_size(n, red.ranks)};

@@ -32,6 +32,9 @@ class OneBitLambStep {
   static std::int64_t scalars_offset(const nn::UnitLayout& l, std::size_t i);
   // Elements of every parameter of the store together: the fused momentum exchanged.
   std::int64_t fused_numel() const { return fused_numel_; }
+  // The unit whose `errors` state holds the fused tensor's compression errors (on its first
+  // parameter's slot; Trainer::error_slots): the first unit with parameters.
+  std::size_t errors_unit() const { return errors_unit_; }
 
   // One update (1-based step) at the scheduled rate lr; grad_scale multiplies every gradient.
   void run(nn::ParamStore& store, OptimizerStateStore& states, const ShardReductions& red,
@@ -50,6 +53,7 @@ class OneBitLambStep {
   optim::OneBitLambHyper h_;
   std::size_t num_params_ = 0;
   std::int64_t fused_numel_ = 0;
+  std::size_t errors_unit_ = 0;
   std::vector<double> coeffs_;
 };
 

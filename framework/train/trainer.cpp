@@ -326,10 +326,8 @@ std::vector<Trainer::ErrorSlots> Trainer::error_slots(std::size_t u) const {
   std::vector<ErrorSlots> out;
   if (opts_.optimizer == OptimizerKind::onebit_lamb) {
     // One fused tensor of every parameter: its errors sit on the first unit's first parameter.
-    std::size_t first = 0;
-    while (first < store_.num_units() && store_.layout(first).params.empty()) ++first;
     out.resize(store_.layout(u).params.size());
-    if (u == first && !out.empty()) {
+    if (u == onebit_lamb_->errors_unit() && !out.empty()) {
       const auto n = static_cast<std::size_t>(onebit_lamb_->fused_numel());
       out[0] = {0, static_cast<std::int64_t>(optim::onebit_padded_size(n, red_.ranks)),
                 static_cast<std::int64_t>(optim::onebit_error_size(n, red_.ranks))};

@@ -65,8 +65,8 @@ struct ShardReductions {
   // (placement replicated, equal on every part) are left out of this part's gradient norm.
   bool count_replicated = true;
   // 1-bit Adam and 1-bit LAMB: the data-parallel ranks whose momenta compressed_average averages
-  // in place
-  // (optim::ErrorFeedbackTensor; the error buffers are sized for `ranks`). ranks 1: not called.
+  // in place (optim::ErrorFeedbackTensor; the error buffers are sized for `ranks`). ranks 1: not
+  // called.
   int ranks = 1;
   std::function<void(std::span<const optim::ErrorFeedbackTensor>)> compressed_average;
 };
@@ -111,7 +111,8 @@ class Trainer {
   bool local_gradients_next() const;
   // 1-bit Adam: unit u's parameters' error buffers as offsets into its `errors` state (worker
   // error at .worker, server error at .server), for checkpoints. 1-bit LAMB exchanges one fused
-  // tensor: its errors are unit 0's first parameter's slot, every other slot has size 0.
+  // tensor: its errors are the first unit's first parameter's slot (OneBitLambStep::errors_unit),
+  // every other slot has size 0.
   struct ErrorSlots {
     std::int64_t worker = 0, server = 0, size = 0;  // size: worker + server floats
   };

@@ -212,8 +212,9 @@ TEST(OneBitLambTrainer, WarmUpIsLambAveragingItsRatiosThenFusedMomentaGoThroughT
       "1-bit LAMB trainer vs the double reference over %d steps: values %.2e, "
       "coefficients %.2e (relative)\n",
       kSteps, worst, worst_coeff);
-  EXPECT_LT(worst, 2e-5);
-  EXPECT_LT(worst_coeff, 1e-5);
+  // Measured 2.1e-7 and 1.9e-7 (float32 state against double).
+  EXPECT_LT(worst, 2e-6);
+  EXPECT_LT(worst_coeff, 2e-6);
   EXPECT_EQ(calls, kSteps - kFreeze);
   // The cases the reference covers were reached: both trust-ratio clamps and the threshold.
   EXPECT_TRUE(clamped_high);
