@@ -75,10 +75,18 @@ std::string NvmeValueShardStore::where() const {
 void NvmeValueShardStore::expect(std::vector<std::size_t> upcoming) {
   expected_ = std::move(upcoming);
   next_ = 0;
+  overwrites_ = false;
   read_ahead();
 }
 
+void NvmeValueShardStore::expect_overwrites(std::vector<std::size_t> upcoming) {
+  expected_ = std::move(upcoming);
+  next_ = 0;
+  overwrites_ = true;
+}
+
 void NvmeValueShardStore::read_ahead() {
+  if (overwrites_) return;
   std::vector<std::size_t> next;
   for (std::size_t i = next_; i < expected_.size() && next.size() + 1 < static_cast<std::size_t>(swapper_.buffer_count()); ++i)
     if (!units_[expected_[i]].zero && std::find(next.begin(), next.end(), expected_[i]) == next.end())
@@ -86,15 +94,20 @@ void NvmeValueShardStore::read_ahead() {
   if (!next.empty()) swapper_.prefetch(next);
 }
 
-Tensor NvmeValueShardStore::acquire(std::size_t u) {
+Tensor NvmeValueShardStore::acquire(std::size_t u) { return acquire_unit(u, false); }
+
+Tensor NvmeValueShardStore::acquire_to_overwrite(std::size_t u) { return acquire_unit(u, true); }
+
+Tensor NvmeValueShardStore::acquire_unit(std::size_t u, bool overwrite) {
   STRATA_CHECK(u < units_.size(), "offload", "unit {} of {}", u, units_.size());
   // Follow the expectation: the acquire of its next unit moves past it; any other unit means the
   // callers went elsewhere, and nothing more is read ahead until they say what comes next.
   if (next_ < expected_.size() && expected_[next_] == u) ++next_;
-  else expected_.clear(), next_ = 0;
+  else expected_.clear(), next_ = 0, overwrites_ = false;
   Unit& un = units_[u];
-  std::byte* buf = swapper_.acquire(u, /*fresh=*/un.zero);  // a zeroed unit is not read
-  if (un.zero && buf) std::memset(buf, 0, slice_bytes(un.elements, un.dtype));
+  // Neither a zeroed unit nor one the caller overwrites is read.
+  std::byte* buf = swapper_.acquire(u, /*fresh=*/un.zero || overwrite);
+  if (un.zero && !overwrite && buf) std::memset(buf, 0, slice_bytes(un.elements, un.dtype));
   read_ahead();
   return view(buf, un.elements, un.dtype, swapper_.file().meta() ? Device::meta() : Device::cpu(),
               swapper_.ledger());

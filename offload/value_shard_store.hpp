@@ -56,7 +56,9 @@ class NvmeValueShardStore final : public ValueShardStore {
   explicit NvmeValueShardStore(SwapperOptions opts, Category category = Category::params);
   void create(std::size_t u, std::int64_t elements, DType dtype) override;
   void expect(std::vector<std::size_t> upcoming) override;
+  void expect_overwrites(std::vector<std::size_t> upcoming) override;
   Tensor acquire(std::size_t u) override;
+  Tensor acquire_to_overwrite(std::size_t u) override;
   void release(std::size_t u, bool dirty) override;
   void zero(std::size_t u) override;
   std::size_t num_units() const override { return units_.size(); }
@@ -80,6 +82,8 @@ class NvmeValueShardStore final : public ValueShardStore {
   std::vector<Unit> units_;
   std::vector<std::size_t> expected_;  // units the callers will acquire next, in order
   std::size_t next_ = 0;               // position in expected_ of the next acquire
+  bool overwrites_ = false;            // expected_ will be overwritten: nothing to read ahead
+  Tensor acquire_unit(std::size_t u, bool overwrite);
 };
 
 // The store offload_param asks for: nullptr for "none". Bytes are charged to memory.ledger.

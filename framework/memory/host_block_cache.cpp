@@ -116,8 +116,24 @@ void* HostBlockCache::allocate(std::size_t bytes, Tier tier) {
   if (impl_->account) {
     // A capped tier: what storages hold plus what the cache keeps stays within the cap.
     const MemoryLedger& l = MemoryLedger::global();
-    if (const auto cap = l.cap(tier); cap && l.current(tier) + l.reserved(tier) + n > *cap)
-      trim(tier);
+    if (const auto cap = l.cap(tier); cap && l.current(tier) + l.reserved(tier) + n > *cap) {
+      // Only as many of the tier's blocks as the cap needs, least recently returned first (an
+      // emptied cache would page-fault every block of the next step back in).
+      const std::size_t excess = l.current(tier) + l.reserved(tier) + n - *cap;
+      std::vector<void*> evicted;
+      {
+        std::lock_guard lk(impl_->mu);
+        std::size_t freed = 0;
+        std::vector<decltype(impl_->lru)::iterator> victims;  // unlinking keeps the others valid
+        for (auto it = impl_->lru.rbegin(); it != impl_->lru.rend() && freed < excess; ++it)
+          if (it->tier == tier) {
+            freed += it->bytes;
+            victims.push_back(std::prev(it.base()));
+          }
+        for (auto v : victims) evicted.push_back(impl_->unlink(v));
+      }
+      for (void* q : evicted) std::free(q);
+    }
   }
   const std::size_t align = n >= kMinBlock ? kPage : 64;
   const std::size_t size = (n + align - 1) / align * align;

@@ -72,6 +72,10 @@ Tensor ParamStore::acquire_value_shard(std::size_t u) const {
   return opts_.value_store ? opts_.value_store->acquire(u) : value_shard(u);
 }
 
+Tensor ParamStore::acquire_value_shard_to_overwrite(std::size_t u) const {
+  return opts_.value_store ? opts_.value_store->acquire_to_overwrite(u) : value_shard(u);
+}
+
 void ParamStore::release_value_shard(std::size_t u, bool dirty) const {
   if (opts_.value_store) opts_.value_store->release(u, dirty);
 }
@@ -80,11 +84,12 @@ void ParamStore::expect_value_shards(std::vector<std::size_t> order) const {
   if (opts_.value_store) opts_.value_store->expect(std::move(order));
 }
 
-void ParamStore::expect_value_shards_in_order() const {
+void ParamStore::expect_value_shards_in_order(bool to_overwrite) const {
   if (!opts_.value_store) return;
   std::vector<std::size_t> all(layouts_.size());
   for (std::size_t u = 0; u < all.size(); ++u) all[u] = u;
-  opts_.value_store->expect(std::move(all));
+  if (to_overwrite) opts_.value_store->expect_overwrites(std::move(all));
+  else opts_.value_store->expect(std::move(all));
 }
 
 Tensor ParamStore::grad_shard(std::size_t u) const {

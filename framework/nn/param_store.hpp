@@ -66,11 +66,15 @@ class ParamStore {
   // The owned value slice, resident until release_value_shard(u, dirty) (`dirty`: it was
   // written). Without a value store: value_shard(u), and release does nothing.
   Tensor acquire_value_shard(std::size_t u) const;
+  // The same for a caller that writes every element of the slice before releasing it dirty: an
+  // offloaded store does not read it (contents unspecified until written).
+  Tensor acquire_value_shard_to_overwrite(std::size_t u) const;
   void release_value_shard(std::size_t u, bool dirty) const;
   // Tells an offloaded value store which units the next acquires ask for, in order (no-op
   // without one); in_order: 0..n-1, as the optimizer, initialisation and checkpoints go.
   void expect_value_shards(std::vector<std::size_t> order) const;
-  void expect_value_shards_in_order() const;
+  // to_overwrite: the acquires will be acquire_value_shard_to_overwrite (nothing read ahead).
+  void expect_value_shards_in_order(bool to_overwrite = false) const;
   // The owned gradient slice (a view). Throws when gradients are offloaded (grad_store): use
   // acquire/release_grad_shard (or GradShardScope).
   Tensor grad_shard(std::size_t u) const;
@@ -110,9 +114,12 @@ class ParamStore {
 template <bool Grads>
 class ShardScope {
  public:
-  ShardScope(const ParamStore& s, std::size_t u, bool dirty)
+  // overwrite (values only): the caller writes every element (acquire_value_shard_to_overwrite).
+  ShardScope(const ParamStore& s, std::size_t u, bool dirty, bool overwrite = false)
       : store_(s), u_(u), dirty_(dirty),
-        t_(Grads ? s.acquire_grad_shard(u) : s.acquire_value_shard(u)) {}
+        t_(Grads       ? s.acquire_grad_shard(u)
+           : overwrite ? s.acquire_value_shard_to_overwrite(u)
+                       : s.acquire_value_shard(u)) {}
   ~ShardScope() {
     try {
       if (Grads) store_.release_grad_shard(u_, dirty_);

@@ -23,8 +23,15 @@ class ValueShardStore {
   // caller knows its order (the engine's unit schedule, the optimizer's 0..n-1), so a store that
   // reads slow media reads ahead exactly what comes next instead of guessing.
   virtual void expect(std::vector<std::size_t> upcoming) {}
+  // The same for callers that overwrite every element of each unit they acquire
+  // (acquire_to_overwrite): nothing needs reading ahead for them.
+  virtual void expect_overwrites(std::vector<std::size_t> upcoming) { expect(std::move(upcoming)); }
   // Unit u's slice, resident and writable until release(u).
   virtual Tensor acquire(std::size_t u) = 0;
+  // Unit u's slice for a caller that writes every element of it before releasing it dirty (the
+  // optimizer's 16-bit copy of its f32 masters): a store on slow media need not read it, and its
+  // contents are unspecified until written.
+  virtual Tensor acquire_to_overwrite(std::size_t u) { return acquire(u); }
   // Done with unit u; `dirty` when it was written.
   virtual void release(std::size_t u, bool dirty) = 0;
   // Sets unit u to zeros (gradients between steps). A store on slow media may only remember it

@@ -37,16 +37,19 @@ struct DecayRun {
 // param16 too when given; absmax, codes = quantize(m), quantize(v). With a lossless code this
 // would equal adamw_step bitwise. Vectorised (AVX-512 / AVX2 chosen at run time) and
 // multi-threaded over blocks; every path and thread count gives bitwise the scalar reference.
-void adamw8bit_step(float* param, const float* grad, const Quant8Moments& s, std::size_t n,
+// `grad` holds grad_dtype values (f32, bf16 or f16): 16-bit gradients are widened one block at a
+// time in scratch (exactly, so the result is bitwise that of an f32 copy, without making one).
+void adamw8bit_step(float* param, const void* grad, const Quant8Moments& s, std::size_t n,
                     std::span<const DecayRun> runs, const AdamWHyper& h, std::int64_t step,
                     float grad_scale = 1.0f, std::uint16_t* param16 = nullptr,
-                    DType dt16 = DType::bf16);
+                    DType dt16 = DType::bf16, DType grad_dtype = DType::f32);
 
 // The same on a chosen path (tests and benchmarks); SimdPath::scalar is the reference
 // definition: adamw_step_reference and the scalar quantizer, one block at a time.
-void adamw8bit_step_on(SimdPath path, float* param, const float* grad, const Quant8Moments& s,
+void adamw8bit_step_on(SimdPath path, float* param, const void* grad, const Quant8Moments& s,
                        std::size_t n, std::span<const DecayRun> runs, const AdamWHyper& h,
                        std::int64_t step, float grad_scale = 1.0f,
-                       std::uint16_t* param16 = nullptr, DType dt16 = DType::bf16);
+                       std::uint16_t* param16 = nullptr, DType dt16 = DType::bf16,
+                       DType grad_dtype = DType::f32);
 
 }  // namespace strata::optim

@@ -6,8 +6,11 @@
 // when a is nearer to P[j+1], ties staying at P[j]) that lie below a. The top 16 bits of a's f32
 // pattern (exponent and 7 mantissa bits) pick a cell of a small table holding how many
 // thresholds lie below the cell; no cell holds more than one threshold (checked when the table
-// is built), so one comparison with the next threshold finishes the count. Two table lookups
-// (gathers on the vector paths) per element, no search loop.
+// is built), so one comparison with the next threshold finishes the count. A threshold inside
+// the cell shares a's top 16 bits, so comparing the low 16 bits decides it: each cell's entry
+// packs the count (8 bits) with those low bits (or 0x1ffff, above any, when the next threshold
+// lies beyond the cell). One table lookup (one gather on the vector paths) per element, no
+// search loop.
 #include "framework/optim/quantize.hpp"
 
 #include <algorithm>
@@ -40,9 +43,16 @@ struct Code {
   std::array<float, 256> by_byte{};  // value of each stored byte
   std::vector<float> sorted;         // the 256 values, increasing
   std::vector<float> thresholds;     // T[j] between magnitudes j and j+1; last = +inf
-  std::vector<std::int32_t> below;   // per cell: thresholds below the cell's lowest float
+  // per cell: the number of thresholds below the cell's lowest float | (the low 16 bits of the
+  // next threshold when it lies in the cell, else 0x1ffff) << 8
+  std::vector<std::int32_t> entry;
   bool is_signed = false;
 };
+
+inline std::int32_t cell_of(std::uint32_t bits) {
+  const std::int32_t c = static_cast<std::int32_t>(bits >> kCellShift) - kCellBase;
+  return std::clamp(c, 0, kCellMax);
+}
 
 // The decade values of create_dynamic_map (7 exponent bits, 8 bits in all), positive half.
 std::vector<double> decade_values(bool is_signed) {
@@ -83,17 +93,25 @@ Code build(bool is_signed) {
     c.thresholds.push_back(
         largest_float_at_most((static_cast<double>(mags[j]) + static_cast<double>(mags[j + 1])) / 2));
   c.thresholds.push_back(std::numeric_limits<float>::infinity());
-  c.below.resize(kCellMax + 1);
+  c.entry.resize(kCellMax + 1);
   for (std::int32_t cell = 0; cell <= kCellMax; ++cell) {
     const float low = cell == 0 ? 0.0f
                                 : std::bit_cast<float>(static_cast<std::uint32_t>(cell + kCellBase) << kCellShift);
     const auto n = std::lower_bound(c.thresholds.begin(), c.thresholds.end(), low) - c.thresholds.begin();
-    c.below[static_cast<std::size_t>(cell)] = static_cast<std::int32_t>(n);
     if (cell < kCellMax) {
       const float high = std::bit_cast<float>(static_cast<std::uint32_t>(cell + 1 + kCellBase) << kCellShift);
       STRATA_CHECK(c.thresholds[static_cast<std::size_t>(n) + 1] >= high, "optim",
                    "quantization cell {} holds two thresholds", cell);
     }
+    // The next threshold, when it lies in this cell, has the cell's top 16 bits (cell 0 also
+    // holds the magnitudes clamped into it, so no threshold may lie there).
+    const float t = c.thresholds[static_cast<std::size_t>(n)];
+    const bool inside =
+        cell < kCellMax && t < std::bit_cast<float>(static_cast<std::uint32_t>(cell + 1 + kCellBase) << kCellShift);
+    STRATA_CHECK(!inside || (cell > 0 && cell_of(std::bit_cast<std::uint32_t>(t)) == cell), "optim",
+                 "quantization cell {}: its threshold does not share the cell's bits", cell);
+    const std::int32_t tlow = inside ? static_cast<std::int32_t>(std::bit_cast<std::uint32_t>(t) & 0xffffu) : 0x1ffff;
+    c.entry[static_cast<std::size_t>(cell)] = static_cast<std::int32_t>(n) | (tlow << 8);
   }
   return c;
 }
@@ -103,17 +121,12 @@ const Code& code(QuantMap map) {
   return map == QuantMap::signed_dynamic ? s : u;
 }
 
-inline std::int32_t cell_of(std::uint32_t bits) {
-  const std::int32_t c = static_cast<std::int32_t>(bits >> kCellShift) - kCellBase;
-  return std::clamp(c, 0, kCellMax);
-}
-
 // The stored byte for one normalized value y (the definition every path reproduces).
 inline std::uint8_t quantize_one(const Code& c, float y) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(y);
-  const float a = std::bit_cast<float>(bits & 0x7fffffffu);
-  std::int32_t mi = c.below[static_cast<std::size_t>(cell_of(bits & 0x7fffffffu))];
-  mi += a > c.thresholds[static_cast<std::size_t>(mi)] ? 1 : 0;
+  const std::uint32_t mbits = bits & 0x7fffffffu;
+  const std::int32_t e = c.entry[static_cast<std::size_t>(cell_of(mbits))];
+  const std::int32_t mi = (e & 0xff) + (static_cast<std::int32_t>(mbits & 0xffffu) > (e >> 8) ? 1 : 0);
   if (!c.is_signed) return static_cast<std::uint8_t>(mi);
   const std::int32_t s = (bits >> 31) ? std::max(kSignedZero - mi, 0) : kSignedZero + mi;
   return static_cast<std::uint8_t>(s ^ kSignedZero);
@@ -164,17 +177,14 @@ STRATA_AVX2 __m128i quantize8_avx2(const Code& c, __m256 y) {
   __m256i cell = _mm256_sub_epi32(_mm256_srli_epi32(mbits, kCellShift), _mm256_set1_epi32(kCellBase));
   cell = _mm256_min_epi32(_mm256_max_epi32(cell, _mm256_setzero_si256()), _mm256_set1_epi32(kCellMax));
   // Table lookups by scalar loads: on AMD Zen an 8-lane gather costs more than 8 loads.
-  alignas(32) std::int32_t ci[8], mv[8];
-  alignas(32) float tv[8];
+  alignas(32) std::int32_t ci[8], ev[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(ci), cell);
-  for (int k = 0; k < 8; ++k) {
-    mv[k] = c.below[static_cast<std::size_t>(ci[k])];
-    tv[k] = c.thresholds[static_cast<std::size_t>(mv[k])];
-  }
-  __m256i mi = _mm256_load_si256(reinterpret_cast<const __m256i*>(mv));
-  const __m256 t = _mm256_load_ps(tv);
-  // a > t: +1 (the compare mask is -1 where true).
-  mi = _mm256_sub_epi32(mi, _mm256_castps_si256(_mm256_cmp_ps(_mm256_castsi256_ps(mbits), t, _CMP_GT_OQ)));
+  for (int k = 0; k < 8; ++k) ev[k] = c.entry[static_cast<std::size_t>(ci[k])];
+  const __m256i e = _mm256_load_si256(reinterpret_cast<const __m256i*>(ev));
+  __m256i mi = _mm256_and_si256(e, _mm256_set1_epi32(0xff));
+  // a > t (same cell: compare the low 16 bits): +1 (the compare mask is -1 where true).
+  const __m256i low = _mm256_and_si256(mbits, _mm256_set1_epi32(0xffff));
+  mi = _mm256_sub_epi32(mi, _mm256_cmpgt_epi32(low, _mm256_srai_epi32(e, 8)));
   __m256i s = mi;
   if (c.is_signed) {
     const __m256i zero = _mm256_set1_epi32(kSignedZero);
@@ -251,9 +261,11 @@ STRATA_AVX512 float quantize_avx512(const Code& c, const float* x, std::size_t n
     const __m512i mbits = _mm512_and_si512(bits, abs_mask);
     __m512i cell = _mm512_sub_epi32(_mm512_srli_epi32(mbits, kCellShift), base);
     cell = _mm512_min_epi32(_mm512_max_epi32(cell, _mm512_setzero_si512()), top);
-    __m512i mi = _mm512_i32gather_epi32(cell, c.below.data(), 4);
-    const __m512 t = _mm512_i32gather_ps(mi, c.thresholds.data(), 4);
-    mi = _mm512_mask_add_epi32(mi, _mm512_cmp_ps_mask(_mm512_castsi512_ps(mbits), t, _CMP_GT_OQ), mi, one);
+    const __m512i e = _mm512_i32gather_epi32(cell, c.entry.data(), 4);
+    __m512i mi = _mm512_and_si512(e, _mm512_set1_epi32(0xff));
+    // a > t (same cell: compare the low 16 bits).
+    const __m512i low = _mm512_and_si512(mbits, _mm512_set1_epi32(0xffff));
+    mi = _mm512_mask_add_epi32(mi, _mm512_cmpgt_epi32_mask(low, _mm512_srai_epi32(e, 8)), mi, one);
     __m512i s = mi;
     if (c.is_signed) {
       const __mmask16 neg = _mm512_cmplt_epi32_mask(bits, _mm512_setzero_si512());

@@ -41,6 +41,13 @@ int state_pad_multiple(const TrainerOptions& o, int shard_count) {
 }
 
 namespace {
+// The padding after the parameters in an owned slice acquired to be overwritten: the update
+// writes only [0, owned), so the rest is set to zeros as a read slice would hold.
+void zero_padding(const Tensor& shard, std::size_t owned) {
+  const auto n = static_cast<std::int64_t>(owned);
+  if (!shard.device().is_meta() && n < shard.numel()) shard.slice(0, n, shard.numel()).zero();
+}
+
 double base_lr(const TrainerOptions& o) {
   switch (o.optimizer) {
     case OptimizerKind::sgd: return o.sgd.lr;
@@ -233,7 +240,8 @@ StepResult Trainer::step() {
 // The memory planner's step (the meta device) for the optimizers whose kernels work on host
 // pointers (AdamW8bit, Adafactor, LAMB, 1-bit Adam's frozen phase, 1-bit LAMB): nothing is
 // computed, but every unit's state, parameter slice and gradient slice is acquired and released as
-// a real step does, with the f32 copy of a 16-bit gradient the kernels read (and 1-bit LAMB's two
+// a real step does, with the f32 copy of a 16-bit gradient the kernels except AdamW8bit's read
+// (and 1-bit LAMB's two
 // copies of the momenta), so the memory charged and the offload traffic are the same.
 void Trainer::step_on_meta() {
   Tensor lamb_last, lamb_fused;  // 1-bit LAMB's compressed step holds two copies of the momenta
@@ -243,14 +251,18 @@ void Trainer::step_on_meta() {
     lamb_last = Tensor::empty(all, DType::f32, work);
     lamb_fused = Tensor::empty(all, DType::f32, work);
   }
-  store_.expect_value_shards_in_order();
+  // AdamW8bit overwrites the 16-bit slice from its masters, as step_elementwise.
+  const bool overwrite = opts_.optimizer == OptimizerKind::adamw8bit &&
+                         store_.options().param_dtype != DType::f32;
+  store_.expect_value_shards_in_order(overwrite);
   store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     states_->acquire(u);
-    const nn::ValueShardScope held(store_, u, /*dirty=*/true);
+    const nn::ValueShardScope held(store_, u, /*dirty=*/true, overwrite);
     const nn::GradShardScope grad(store_, u, /*dirty=*/false);
     const Tensor& g = grad.get();
-    if (g.dtype() != DType::f32)
+    // The f32 copy the kernels other than AdamW8bit's (which widens block by block) read.
+    if (g.dtype() != DType::f32 && opts_.optimizer != OptimizerKind::adamw8bit)
       Tensor::empty(Shape{static_cast<std::int64_t>(owned_numel(store_.layout(u)))}, DType::f32,
                     store_.options().memory.with(Category::workspace));
     states_->release(u, true);
@@ -261,13 +273,17 @@ void Trainer::step_on_meta() {
 void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
   const DType pd = store_.options().param_dtype;
   std::vector<optim::DecayRun> runs;
-  store_.expect_value_shards_in_order();
+  // With f32 masters in the optimizer state, the 16-bit slice is only written: an offloaded
+  // store does not read it first.
+  const bool overwrite = pd != DType::f32;
+  store_.expect_value_shards_in_order(overwrite);
   store_.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
     const nn::UnitLayout& l = store_.layout(u);
     UnitOptimizerState& s = states_->acquire(u);
-    const nn::ValueShardScope held(store_, u, /*dirty=*/true);  // written back when released
+    const nn::ValueShardScope held(store_, u, /*dirty=*/true, overwrite);  // written back when released
     const Tensor& vshard = held.get();
+    if (overwrite) zero_padding(vshard, owned_numel(l));
     const Tensor master = pd == DType::f32 ? vshard : s.master;
     const nn::GradShardScope grad(store_, u, /*dirty=*/false);
     const Tensor g = grad.get();
@@ -300,16 +316,15 @@ void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
       }
     }
     if (!runs.empty()) {
-      // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned).
-      Tensor g32;
-      const float* grad = f32_grad(store_, u, g, g32);
+      // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned). A 16-bit
+      // gradient is widened block by block inside the kernel (no f32 copy of the unit).
       auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
       optim::AdamWHyper h = opts_.adamw;
       h.lr = lr;
       const optim::Quant8Moments q{s.m_codes.data<std::uint8_t>(), s.v_codes.data<std::uint8_t>(),
                                    s.m_absmax.data<float>(), s.v_absmax.data<float>()};
-      optim::adamw8bit_step(master.data<float>(), grad, q, runs.back().end, runs, h, k,
-                            grad_scale, p16, pd);
+      optim::adamw8bit_step(master.data<float>(), g.raw(), q, runs.back().end, runs, h, k,
+                            grad_scale, p16, pd, g.dtype());
     }
     states_->release(u, true);
   }

@@ -109,8 +109,16 @@ void gemm_native(const Gemm& g, GemmBlockFn kernel) {
   // Two run buffers: run p+1 is packed into one while late threads may still be reading run p
   // from the other.
   const std::size_t run_size = blk_size * static_cast<std::size_t>(blocks_max);
-  std::unique_ptr<float[], AlignedFree> buf(static_cast<float*>(
-      ::operator new[](sizeof(float) * 2 * run_size, std::align_val_t(64))));
+  // Kept per calling thread and only grown: a fresh allocation per product (megabytes, which
+  // glibc maps and unmaps) page-faulted and zeroed its pages on every call.
+  thread_local std::unique_ptr<float[], AlignedFree> pack;
+  thread_local std::size_t pack_size = 0;
+  if (pack_size < 2 * run_size) {
+    pack.reset();
+    pack.reset(static_cast<float*>(::operator new[](sizeof(float) * 2 * run_size, std::align_val_t(64))));
+    pack_size = 2 * run_size;
+  }
+  float* const buf = pack.get();
   const double flops = 2.0 * g.M * g.N * g.K;
   const int max_tasks = ceil_div(g.M, kMb) * ceil_div(std::min(g.N, kNc), kNb);
   const int nt = flops < kSerialFlops ? 1 : team_size(max_tasks);
@@ -124,7 +132,7 @@ void gemm_native(const Gemm& g, GemmBlockFn kernel) {
       for (int p0 = 0; p0 < g.K; p0 += kKRun, ++phase) {
         const int run = std::min(kKRun, g.K - p0);
         const int blocks = ceil_div(run, kKc);
-        float* Bp = buf.get() + (phase % 2) * run_size;
+        float* Bp = buf + (phase % 2) * run_size;
         // Every thread has finished the compute of phase - 1 before the barrier ending this loop,
         // so the buffer of phase - 2 is free to overwrite here and Bp is complete after it.
 #pragma omp for schedule(static)

@@ -1,7 +1,6 @@
 #include "framework/backend/ops/cpu_f32.hpp"
 
-#include <vector>
-
+#include "framework/backend/cpu/mixed_kernels.hpp"
 #include "framework/core/convert.hpp"
 
 namespace strata::ops::cpu_detail {
@@ -60,12 +59,9 @@ void Acc32::commit() {
     tmp_ = {};
     return;
   }
-  const std::size_t n = static_cast<std::size_t>(t_.numel());
-  std::vector<float> cur(n);
-  convert(t_.raw(), t_.dtype(), cur.data(), DType::f32, n);
-  const float* add = static_cast<const float*>(tmp_.raw());
-  for (std::size_t i = 0; i < n; ++i) cur[i] += add[i];
-  convert(cur.data(), DType::f32, t_.raw(), t_.dtype(), n);
+  // t += tmp in f32, rounded once, in per-thread chunks (no full-size f32 copy of t).
+  cpu::add_inplace(cpu::FloatOut{t_.raw(), t_.dtype()},
+                   cpu::FloatBuf{tmp_.raw(), DType::f32}, static_cast<std::size_t>(t_.numel()));
   tmp_ = {};
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "framework/memory/host_block_cache.hpp"
+#include "framework/memory/ledger.hpp"
 #include "framework/memory/storage.hpp"
 
 namespace strata {
@@ -89,6 +90,28 @@ TEST(HostBlockCache, StorageReusesBlocksButTheLedgerCountsOnlyLiveBytes) {
   auto again = Storage::allocate(8 * kMiB, Device::cpu(), Tier::host, Category::activations, ledger);
   EXPECT_EQ(again->data(), first);
   EXPECT_EQ(ledger.peak(Tier::host, Category::activations), 8 * kMiB);
+}
+
+// Under a capped tier a miss frees only as many cached blocks (oldest first) as the cap needs,
+// not the whole cache: the next step's buffers stay cached.
+TEST(HostBlockCache, ACappedTierEvictsOnlyWhatTheCapNeeds) {
+  HostBlockCache& cache = HostBlockCache::instance();
+  if (cache.stats().capacity < 64 * kMiB) GTEST_SKIP() << "cache turned off or too small";
+  MemoryLedger& g = MemoryLedger::global();
+  cache.trim();
+  const auto saved = g.cap(Tier::device);
+  g.set_cap(Tier::device, g.current(Tier::device) + 20 * kMiB);
+  void* b[4];
+  for (void*& p : b) p = cache.allocate(4 * kMiB, Tier::device);
+  for (void* p : b) cache.release(p, 4 * kMiB, Tier::device);
+  ASSERT_EQ(cache.stats().cached_bytes, 16 * kMiB);
+  // 16 MiB cached + 8 MiB asked = 4 MiB over the cap: one 4 MiB block goes, three stay.
+  void* c = cache.allocate(8 * kMiB, Tier::device);
+  EXPECT_EQ(cache.stats().cached_bytes, 12 * kMiB);
+  EXPECT_EQ(g.reserved(Tier::device), 12 * kMiB);
+  cache.release(c, 8 * kMiB, Tier::device);
+  cache.trim();
+  g.set_cap(Tier::device, saved);
 }
 
 }  // namespace

@@ -70,6 +70,38 @@ TEST(ValueShardStores, RoundTripBitwiseAndChargeTheirTier) {
   }
 }
 
+// A caller that overwrites whole slices (the optimizer's 16-bit copy of its masters) acquires
+// them without a read and has nothing read ahead for it; what it writes reads back bitwise.
+TEST(ValueShardStores, OverwritesAreNeitherReadNorReadAhead) {
+  ScratchDir dir("params");
+  MemoryLedger ledger;
+  NvmeValueShardStore nvme(test::small_swapper(dir, 3, &ledger));
+  for (std::size_t u = 0; u < kSizes.size(); ++u) nvme.create(u, kSizes[u], DType::bf16);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {  // step 1 written: the file holds slices
+    fill(nvme.acquire(u), 1, u);
+    nvme.release(u, true);
+  }
+  nvme.flush();
+  std::vector<std::size_t> order(kSizes.size());
+  for (std::size_t u = 0; u < order.size(); ++u) order[u] = u;
+  nvme.swapper().reset_stats();
+  nvme.expect_overwrites(order);
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {
+    fill(nvme.acquire_to_overwrite(u), 2, u);
+    nvme.release(u, true);
+  }
+  nvme.flush();
+  EXPECT_EQ(nvme.swapper().stats().bytes_read, 0u);
+  EXPECT_GT(nvme.swapper().stats().bytes_written, 0u);
+  nvme.expect(order);  // a reader again: read ahead, and the overwritten values come back
+  for (std::size_t u = 0; u < kSizes.size(); ++u) {
+    Tensor t = nvme.acquire(u);
+    EXPECT_EQ(t.to_vector(), expected(t, 2, u)) << "unit " << u;
+    nvme.release(u, false);
+  }
+  EXPECT_GT(nvme.swapper().stats().bytes_read, 0u);
+}
+
 // An op's workspace for an acquired slice (a 16-bit slice widened to f32 by the CPU backend) is
 // charged to the store's ledger — the job's, which the memory planner reads — not the global one.
 TEST(ValueShardStores, WorkspaceForASliceGoesToTheStoresLedger) {

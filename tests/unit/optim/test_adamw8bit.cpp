@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "framework/backend/cpu/kernels.hpp"
+#include "framework/core/convert.hpp"
 #include "framework/core/error.hpp"
 #include "framework/core/half.hpp"
 #include "framework/optim/adamw8bit.hpp"
@@ -141,6 +142,44 @@ TEST(AdamW8bit, EqualsItsDefinitionOnEveryPathAndThreadCount) {
     }
   }
   cpu::set_num_threads(saved);
+}
+
+// 16-bit gradients are widened block by block inside the kernel: bitwise the step on an f32 copy
+// of them, on every path, for bf16 and f16, with a length that ends mid-block.
+TEST(AdamW8bit, SixteenBitGradientsEqualTheirF32Copy) {
+  const std::size_t n = 5 * kQuantBlock + 123;
+  const auto runs = runs_for(n);
+  AdamWHyper h;
+  h.lr = 1e-2;
+  h.weight_decay = 0.1;
+  for (DType gd : {DType::bf16, DType::f16}) {
+    for (SimdPath path : supported_paths()) {
+      State a(n), b(n);
+      for (std::size_t i = 0; i < n; ++i) a.p[i] = b.p[i] = 0.01f * static_cast<float>(i % 89) - 0.4f;
+      for (int step = 1; step <= 3; ++step) {
+        const auto g = gradient(n, step);
+        std::vector<std::uint16_t> g16(n);
+        std::vector<float> wide(n);
+        if (gd == DType::bf16) {
+          f32_to_bf16(g.data(), g16.data(), n);
+          bf16_to_f32(g16.data(), wide.data(), n);
+        } else {
+          f32_to_f16(g.data(), g16.data(), n);
+          f16_to_f32(g16.data(), wide.data(), n);
+        }
+        adamw8bit_step_on(path, a.p.data(), wide.data(), a.moments(), n, runs, h, step, 0.5f,
+                          a.p16.data(), DType::bf16);
+        adamw8bit_step_on(path, b.p.data(), g16.data(), b.moments(), n, runs, h, step, 0.5f,
+                          b.p16.data(), DType::bf16, gd);
+        ASSERT_TRUE(a == b) << dtype_name(gd) << " " << simd_path_name(path) << " step " << step;
+      }
+    }
+  }
+  State s(n);
+  const auto g = gradient(n, 1);
+  EXPECT_THROW(adamw8bit_step(s.p.data(), g.data(), s.moments(), n, runs, h, 1, 1.0f, nullptr,
+                              DType::bf16, DType::i32),
+               Error);
 }
 
 TEST(AdamW8bit, FirstStepFromZeroEqualsAdamW) {
