@@ -37,6 +37,7 @@ std::vector<std::size_t> NvmeStateStore::upcoming(std::size_t next) const {
 }
 
 void NvmeStateStore::begin_step() {
+  swapper_.flush();  // the previous step's write-backs: done during this step's forward/backward
   if (!layouts_.empty()) swapper_.prefetch(upcoming(0));
 }
 
@@ -54,6 +55,7 @@ void NvmeStateStore::release(std::size_t u, bool dirty) {
   swapper_.prefetch(upcoming(u + 1));
 }
 
-void NvmeStateStore::end_step() { swapper_.flush(); }
+// The last units' write-backs (the optimizer-state write tail) run on into the next forward.
+void NvmeStateStore::end_step() { swapper_.reap(); }
 
 }  // namespace strata::offload

@@ -1,7 +1,8 @@
 // NvmeStateStore: offload_optimizer.device = "nvme" — every unit's optimizer state lives in this
 // rank's swap file under nvme_path; buffer_count host buffers hold the units being updated. While
 // the Trainer updates unit u, unit u+1 (and further, as buffers allow) is read ahead and unit u-1
-// written back; reads for the next step start as soon as this step's last units are released.
+// written back; reads for the next step start as soon as this step's last units are released, and
+// the last write-backs complete during the next step's forward (end_step does not wait for them).
 #pragma once
 
 #include <memory>

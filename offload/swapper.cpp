@@ -187,6 +187,17 @@ void Swapper::prefetch(const std::vector<std::size_t>& upcoming) {
   }
 }
 
+void Swapper::reap() {
+  check_ok();
+  if (!aio_) return;
+  std::vector<AioQueue::Ticket> left;
+  for (auto t : writes_) {
+    if (!aio_->done(t)) left.push_back(t);
+    else wait_ticket(t, true);  // returns at once; throws if it failed
+  }
+  writes_.swap(left);
+}
+
 void Swapper::flush() {
   check_ok();
   const auto ws = std::move(writes_);

@@ -61,6 +61,8 @@ class Swapper {
   void prefetch(const std::vector<std::size_t>& upcoming);
   // Waits for every write-back submitted so far; throws the first I/O error.
   void flush();
+  // Throws the first I/O error of the write-backs complete so far, without waiting for the rest.
+  void reap();
 
   std::size_t num_units() const { return units_.size(); }
   std::uint64_t buffer_bytes() const { return capacity_; }  // each host buffer

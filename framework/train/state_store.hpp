@@ -46,13 +46,17 @@ class OptimizerStateStore {
   // Creates unit u's state: master initialised from `values` (the owned parameter slice, any
   // dtype) when layout.master, moments zero. Units are created in order 0..n-1.
   virtual void create(std::size_t u, const StateLayout& layout, const Tensor& values) = 0;
-  // A step is about to touch every unit in order (a swapper may start reading ahead).
+  // A step is about to touch every unit in order (a swapper may start reading ahead). A swapper
+  // first waits for the previous step's write-backs (long complete by then) and raises their
+  // errors.
   virtual void begin_step() {}
   // Unit u's state, resident and writable until release(u).
   virtual UnitOptimizerState& acquire(std::size_t u) = 0;
   // Done with unit u; `dirty` when it was modified (a swapper writes it back).
   virtual void release(std::size_t u, bool dirty) = 0;
-  // Every write-back of this step is complete; errors surface here.
+  // The step has released every unit. A swapper raises the errors of the write-backs complete by
+  // now and leaves the rest running into the next step's forward and backward (their errors
+  // surface at the next begin_step, or at the first acquire of that unit: a checkpoint's).
   virtual void end_step() {}
   virtual std::size_t num_units() const = 0;
   // Seconds callers have spent blocked on this store's I/O so far (0 for memory).

@@ -148,18 +148,30 @@ Tensor Trainer::master_shard(std::size_t u) const {
 }
 
 double Trainer::grad_sum_squares(std::size_t u) const {
+  if (owned_numel(store_.layout(u)) == 0) return 0.0;
+  const nn::GradShardScope g(store_, u, false);  // offloaded gradients: read from their store
+  return grad_sum_squares_of(u, g.get());
+}
+
+void Trainer::note_final_gradient(std::size_t u, const Tensor& owned) {
+  if (noted_ss_.size() != store_.num_units()) noted_ss_.assign(store_.num_units(), std::nullopt);
+  noted_ss_.at(u) = owned.device().is_meta() ? 0.0 : grad_sum_squares_of(u, owned);
+}
+
+void Trainer::forget_final_gradients() { noted_ss_.assign(noted_ss_.size(), std::nullopt); }
+
+double Trainer::grad_sum_squares_of(std::size_t u, const Tensor& owned) const {
   const nn::UnitLayout& l = store_.layout(u);
   const auto n = static_cast<std::int64_t>(owned_numel(l));
   if (n <= 0) return 0.0;
-  const nn::GradShardScope g(store_, u, false);  // offloaded gradients: read from their store
-  if (red_.count_replicated) return ops::sum_squares(g.get().slice(0, 0, n));
+  if (red_.count_replicated) return ops::sum_squares(owned.slice(0, 0, n));
   // Only the split parameters' parts of the owned slice [lo, lo + n).
   double ss = 0.0;
   for (std::size_t i = 0; i < l.params.size(); ++i) {
     if (!l.params[i]->placement.split()) continue;
     const std::int64_t a = std::max(l.lo, l.offsets[i]);
     const std::int64_t b = std::min(l.lo + n, l.offsets[i] + l.params[i]->shape.numel());
-    if (a < b) ss += ops::sum_squares(g.get().slice(0, a - l.lo, b - l.lo));
+    if (a < b) ss += ops::sum_squares(owned.slice(0, a - l.lo, b - l.lo));
   }
   return ss;
 }
@@ -180,6 +192,7 @@ StepResult Trainer::step() {
   StepResult r;
   r.loss_scale = loss_scale();
   if (scaler_ && grads_overflow()) {
+    forget_final_gradients();
     r.applied = false;
     r.grad_norm = std::numeric_limits<double>::infinity();
     r.lr = current_lr();
@@ -189,14 +202,18 @@ StepResult Trainer::step() {
   }
   double ss = 0;
   store_.expect_grad_shards_in_order();
+  const bool noted = noted_ss_.size() == store_.num_units() &&
+                     std::all_of(noted_ss_.begin(), noted_ss_.end(), [](const auto& v) { return v.has_value(); });
   for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    // Every unit is read in order (an offloaded gradient store reads ahead in that order); a
-    // unit another process also counts (a pipeline's tied copy) is left out of the norm.
-    const double s = grad_sum_squares(u);
+    // Every unit is read in order (an offloaded gradient store reads ahead in that order) unless
+    // every unit's share was noted where its gradient was written; a unit another process also
+    // counts (a pipeline's tied copy) is left out of the norm.
+    const double s = noted ? *noted_ss_[u] : grad_sum_squares(u);
     if (std::find(red_.counted_elsewhere.begin(), red_.counted_elsewhere.end(), u) ==
         red_.counted_elsewhere.end())
       ss += s;
   }
+  forget_final_gradients();
   ss = red_.sum(ss);
   const double inv_scale = 1.0 / r.loss_scale;
   r.grad_norm = std::sqrt(ss) * inv_scale;

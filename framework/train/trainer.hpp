@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -119,8 +120,17 @@ class Trainer {
   std::vector<ErrorSlots> error_slots(std::size_t u) const;
   int error_ranks() const { return red_.ranks; }
 
+  // Unit u's owned gradient slice (`owned`, resident) holds this step's final value, or the last
+  // accumulation so far (a later call for u replaces this one): its share of the gradient norm is
+  // taken here, so that step() need not read offloaded gradients once more for the norm (DeepSpeed
+  // also takes the norm where gradients are partitioned). The same value step() would compute.
+  void note_final_gradient(std::size_t u, const Tensor& owned);
+  // Forgets the noted shares (the gradients were zeroed or changed after the notes).
+  void forget_final_gradients();
+
  private:
   double grad_sum_squares(std::size_t unit) const;
+  double grad_sum_squares_of(std::size_t unit, const Tensor& owned) const;
   bool grads_overflow() const;
   void step_elementwise(std::int64_t k, double lr, float grad_scale);
   void step_onebit_frozen(double lr, float grad_scale);
@@ -136,6 +146,7 @@ class Trainer {
   std::unique_ptr<LambStep> lamb_;
   std::unique_ptr<OneBitLambStep> onebit_lamb_;
   std::int64_t updates_ = 0;
+  std::vector<std::optional<double>> noted_ss_;  // per unit: note_final_gradient's share
 };
 
 // "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam", "OneBitLamb" (as in the

@@ -52,6 +52,9 @@ DataParallelEngine::DataParallelEngine(Group dp, nn::Model& model, nn::ParamStor
                opts.accumulation);
   if (pipeline.stage)
     pipe_ = std::make_unique<PipelineExecutor>(std::move(pipeline), store, hooks_, opts.accumulation);
+  else  // (a pipeline changes tied gradients after their reduction: its norm reads them)
+    hooks_.on_reduced_gradient(
+        [this](std::size_t u, const Tensor& owned) { trainer_.note_final_gradient(u, owned); });
   ctx_.hooks = &hooks_;
   // Host memory of the job's ledger: the data's micro-batch is part of what a rank holds.
   batch_ = nn::Batch(model.batch_fields(opts.micro_batch),
@@ -235,6 +238,7 @@ EngineStep DataParallelEngine::train_step(nn::BatchSource& data) {
     // and what the ZeRO hooks hold, then agree with the other ranks before trying again.
     ctx_.saved->clear();
     hooks_.abort_step();
+    trainer_.forget_final_gradients();
     agree_out_of_memory(true, error);
     if (micro_ == 1) std::rethrow_exception(error);  // nothing left to split
     int m = micro_ / 2;

@@ -251,6 +251,7 @@ void ZeroHooks::complete_reductions(std::size_t keep) {
     Tensor shard = held.get();
     if (opts_.stage == 1) shard.copy_from(p.out);  // the reduced owned slice replaces the local one
     else ops::add_inplace(shard, p.out);           // accumulate micro-batches
+    if (reduced_gradient_ && sync_) reduced_gradient_(p.unit, shard);
   }
   pending_.erase(pending_.begin(), done);
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "framework/nn/context.hpp"
@@ -70,6 +71,12 @@ class ZeroHooks : public nn::UnitHooks {
   static nn::ParamStoreOptions store_options(nn::ParamStoreOptions base, int stage, const Group& dp);
 
   void set_sync(bool sync) { sync_ = sync; }  // true on the accumulation's last micro-batch
+  // Called with unit u's owned gradient slice, while it is resident, when the reduction of the
+  // accumulation's last micro-batch (set_sync) has been written into it (stage 1-3): the step's
+  // final gradients. The engine passes it to Trainer::note_final_gradient.
+  void on_reduced_gradient(std::function<void(std::size_t, const Tensor&)> f) {
+    reduced_gradient_ = std::move(f);
+  }
   // Stage 0 only: false leaves this step's gradients unreduced, each rank's own (1-bit Adam past
   // its freeze_step averages momenta instead).
   void set_reduce_gradients(bool on);
@@ -139,6 +146,7 @@ class ZeroHooks : public nn::UnitHooks {
   ZeroOptions opts_;
   bool sync_ = true;
   bool reduce_grads_ = true;
+  std::function<void(std::size_t, const Tensor&)> reduced_gradient_;
   std::vector<bool> reduced_;  // unit's reduction launched in this micro-batch/step
   std::vector<bool> stashed_;  // unit's unreduced gradient is in the gradient store (ZeRO-1)
   std::vector<Work> allreduce_inflight_;

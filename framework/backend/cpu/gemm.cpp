@@ -14,6 +14,7 @@
 #include "framework/backend/cpu/gemm_native.hpp"
 #include "framework/backend/cpu/isa.hpp"
 #include "framework/backend/cpu/parallel.hpp"
+#include "framework/core/convert.hpp"
 
 namespace strata::cpu::detail {
 namespace {
@@ -69,6 +70,33 @@ void pack_b_panel(const float* B, int ldb, bool trans_b, int kc, int n, int p, f
   for (int jj = 0; jj < w; ++jj) {
     const float* src = B + static_cast<std::size_t>(j0 + jj) * ldb;
     for (int k = 0; k < kc; ++k) dst[static_cast<std::size_t>(k) * kGemmPanel + jj] = src[k];
+  }
+}
+
+void pack_b_panel16(const std::uint16_t* B, DType dtype, int ldb, bool trans_b, int kc, int n,
+                    int p, float* Bp, int bstride) {
+  float* dst = Bp + static_cast<std::size_t>(p) * bstride;
+  const int j0 = p * kGemmPanel;
+  const int w = std::min(kGemmPanel, n - j0);
+  if (!trans_b) {  // B(k, j) = B[k*ldb + j]
+    for (int k = 0; k < kc; ++k) {
+      float* d = dst + static_cast<std::size_t>(k) * kGemmPanel;
+      convert(B + static_cast<std::size_t>(k) * ldb + j0, dtype, d, DType::f32,
+              static_cast<std::size_t>(w));
+      if (w < kGemmPanel) std::memset(d + w, 0, sizeof(float) * (kGemmPanel - w));
+    }
+    return;
+  }
+  // B(k, j) = B[j*ldb + k]: widen each column's run of k, then transpose it into the panel.
+  if (w < kGemmPanel) std::memset(dst, 0, sizeof(float) * kc * kGemmPanel);
+  alignas(64) float run[kKc];
+  for (int jj = 0; jj < w; ++jj) {
+    const std::uint16_t* src = B + static_cast<std::size_t>(j0 + jj) * ldb;
+    for (int k0 = 0; k0 < kc; k0 += kKc) {
+      const int len = std::min(kKc, kc - k0);
+      convert(src + k0, dtype, run, DType::f32, static_cast<std::size_t>(len));
+      for (int k = 0; k < len; ++k) dst[static_cast<std::size_t>(k0 + k) * kGemmPanel + jj] = run[k];
+    }
   }
 }
 
@@ -140,9 +168,13 @@ void gemm_native(const Gemm& g, GemmBlockFn kernel) {
           const int kb = t / panels, p = t % panels;
           const int pc = p0 + kb * kKc, kc = std::min(kKc, g.K - pc);
           // op(B) at (pc, jc).
-          const float* B = g.trans_b ? g.B + static_cast<std::size_t>(jc) * g.ldb + pc
-                                     : g.B + static_cast<std::size_t>(pc) * g.ldb + jc;
-          pack_b_panel(B, g.ldb, g.trans_b, kc, nc, p, Bp + kb * blk_size, kc * kGemmPanel);
+          const std::size_t at = g.trans_b ? static_cast<std::size_t>(jc) * g.ldb + pc
+                                           : static_cast<std::size_t>(pc) * g.ldb + jc;
+          if (g.B16)
+            pack_b_panel16(g.B16 + at, g.b16_dtype, g.ldb, g.trans_b, kc, nc, p,
+                           Bp + kb * blk_size, kc * kGemmPanel);
+          else
+            pack_b_panel(g.B + at, g.ldb, g.trans_b, kc, nc, p, Bp + kb * blk_size, kc * kGemmPanel);
         }
         const int mt = ceil_div(g.M, kMb), ntiles = ceil_div(nc, kNb);
 #pragma omp for schedule(dynamic, 1) nowait
@@ -177,9 +209,29 @@ void gemm_tile(const Gemm& g, int m0, int m1, int n0, int n1) {
   float* C = g.C + static_cast<std::size_t>(m0) * g.ldc + n0;
   // Row m0 of op(A) and column n0 of op(B).
   const float* A = g.trans_a ? g.A + m0 : g.A + static_cast<std::size_t>(m0) * g.lda;
-  const float* B = g.trans_b ? g.B + static_cast<std::size_t>(n0) * g.ldb : g.B + n0;
+  const float* B = nullptr;
+  int ldb = g.ldb;
+  std::vector<float> wide;  // 16-bit B: the tile's columns of op(B), widened
+  if (g.B16) {
+    const auto k = static_cast<std::size_t>(g.K), w = static_cast<std::size_t>(n);
+    wide.resize(k * w);
+    if (g.trans_b) {  // rows n0..n1 of B, K contiguous values each
+      for (std::size_t j = 0; j < w; ++j)
+        convert(g.B16 + (n0 + j) * static_cast<std::size_t>(g.ldb), g.b16_dtype,
+                wide.data() + j * k, DType::f32, k);
+      ldb = g.K;
+    } else {  // columns n0..n1 of every row of B
+      for (std::size_t r = 0; r < k; ++r)
+        convert(g.B16 + r * static_cast<std::size_t>(g.ldb) + n0, g.b16_dtype, wide.data() + r * w,
+                DType::f32, w);
+      ldb = n;
+    }
+    B = wide.data();
+  } else {
+    B = g.trans_b ? g.B + static_cast<std::size_t>(n0) * g.ldb : g.B + n0;
+  }
   cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
-              g.trans_b ? CblasTrans : CblasNoTrans, m, n, g.K, g.alpha, A, g.lda, B, g.ldb, g.beta,
+              g.trans_b ? CblasTrans : CblasNoTrans, m, n, g.K, g.alpha, A, g.lda, B, ldb, g.beta,
               C, g.ldc);
 }
 

@@ -4,7 +4,10 @@
 // results never depend on the thread count.
 #pragma once
 
+#include <cstdint>
 #include <vector>
+
+#include "framework/core/dtype.hpp"
 
 namespace strata::cpu::detail {
 
@@ -16,6 +19,11 @@ struct Gemm {
   const float* A = nullptr;
   int lda = 0;
   const float* B = nullptr;
+  // Instead of B: 16-bit values (b16_dtype bf16 or f16) with the same layout, widened exactly to
+  // f32 where the product reads them (packing, or per BLAS tile): bitwise the product with an f32
+  // copy of B, without making one.
+  const std::uint16_t* B16 = nullptr;
+  DType b16_dtype = DType::bf16;
   int ldb = 0;
   float beta = 0.0f;
   float* C = nullptr;

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+
+#include "framework/core/dtype.hpp"
 
 namespace strata::cpu::detail {
 
@@ -23,6 +26,9 @@ using GemmBlockFn = void (*)(const float* A, int lda, bool trans_a, const float*
 // Bp + p * bstride; op(B)(k, j) = trans_b ? B[j*ldb + k] : B[k*ldb + j].
 void pack_b_panel(const float* B, int ldb, bool trans_b, int kc, int n, int p, float* Bp,
                   int bstride);
+// The same from 16-bit values (bf16 or f16), widened exactly.
+void pack_b_panel16(const std::uint16_t* B, DType dtype, int ldb, bool trans_b, int kc, int n,
+                    int p, float* Bp, int bstride);
 // All ceil(n/32) panels.
 void pack_b(const float* B, int ldb, bool trans_b, int kc, int n, float* Bp, int bstride);
 

@@ -23,21 +23,36 @@ void matmul(const float* A, const float* B, float* C, int M, int N, int K, bool 
                     .ldc = std::max(1, N)});
 }
 
-void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in,
-                    int out) {
+namespace {
+
+// The weight of a linear layer: f32 values, or 16-bit ones (w16, of dtype wt).
+struct Weight {
+  const float* f32 = nullptr;
+  const std::uint16_t* w16 = nullptr;
+  DType wt = DType::f32;
+};
+
+void check_weight(DType wt) {
+  STRATA_CHECK(wt == DType::bf16 || wt == DType::f16, "cpu",
+               "linear: 16-bit weights must be bf16 or f16, got {}", dtype_name(wt));
+}
+
+void forward(const float* x, Weight W, const float* b, float* y, int N, int in, int out) {
   STRATA_CHECK(N >= 0 && in >= 0 && out >= 0, "cpu", "linear: negative size N={} in={} out={}", N,
                in, out);
   detail::gemm(Gemm{.trans_b = true, .M = N, .N = out, .K = in, .A = x, .lda = std::max(1, in),
-                    .B = W, .ldb = std::max(1, in), .C = y, .ldc = std::max(1, out), .bias = b});
+                    .B = W.f32, .B16 = W.w16, .b16_dtype = W.wt, .ldb = std::max(1, in), .C = y,
+                    .ldc = std::max(1, out), .bias = b});
 }
 
-void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
-                     float* db, int N, int in, int out) {
+void backward(const float* x, Weight W, const float* dy, float* dx, float* dW, float* db, int N,
+              int in, int out) {
   STRATA_CHECK(N >= 0 && in >= 0 && out >= 0, "cpu", "linear: negative size N={} in={} out={}", N,
                in, out);
   // dx[N,in] = dy[N,out] @ W[out,in]
-  const Gemm gx{.M = N, .N = in, .K = out, .A = dy, .lda = std::max(1, out), .B = W,
-                .ldb = std::max(1, in), .C = dx, .ldc = std::max(1, in)};
+  const Gemm gx{.M = N, .N = in, .K = out, .A = dy, .lda = std::max(1, out), .B = W.f32,
+                .B16 = W.w16, .b16_dtype = W.wt, .ldb = std::max(1, in), .C = dx,
+                .ldc = std::max(1, in)};
   // dW[out,in] += dy^T @ x
   const Gemm gw{.trans_a = true, .M = out, .N = in, .K = N, .A = dy, .lda = std::max(1, out),
                 .B = x, .ldb = std::max(1, in), .beta = 1.0f, .C = dW, .ldc = std::max(1, in)};
@@ -85,6 +100,30 @@ void linear_backward(const float* x, const float* W, const float* dy, float* dx,
       bias_block(t.n0, t.n1);
     }
   });
+}
+
+}  // namespace
+
+void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in,
+                    int out) {
+  forward(x, Weight{.f32 = W}, b, y, N, in, out);
+}
+
+void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
+                     float* db, int N, int in, int out) {
+  backward(x, Weight{.f32 = W}, dy, dx, dW, db, N, in, out);
+}
+
+void linear_forward_w16(const float* x, const std::uint16_t* W, DType wt, const float* b, float* y,
+                        int N, int in, int out) {
+  check_weight(wt);
+  forward(x, Weight{.w16 = W, .wt = wt}, b, y, N, in, out);
+}
+
+void linear_backward_w16(const float* x, const std::uint16_t* W, DType wt, const float* dy,
+                         float* dx, float* dW, float* db, int N, int in, int out) {
+  check_weight(wt);
+  backward(x, Weight{.w16 = W, .wt = wt}, dy, dx, dW, db, N, in, out);
 }
 
 }  // namespace strata::cpu

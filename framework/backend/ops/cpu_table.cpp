@@ -119,20 +119,32 @@ void matmul(const Tensor& A, const Tensor& B, const Tensor& C, bool ta, bool tb,
   else matmul_reduce(A, B, C, tb, alpha, beta, M, N, K);
 }
 
+// A 16-bit weight is read in place (widened where the product packs it), never copied to f32.
+bool weight16(const Tensor& W) { return W.dtype() == DType::bf16 || W.dtype() == DType::f16; }
+
 void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y) {
-  In32 x32(x), w32(W), b32(b);
+  In32 x32(x), w32(weight16(W) ? Tensor() : W), b32(b);
   Out32 y32(y);
-  cpu::linear_forward(x32.get(), w32.get(), b32.get(), y32.get(), dim(x, 0), dim(x, 1), dim(W, 0));
+  if (weight16(W))
+    cpu::linear_forward_w16(x32.get(), static_cast<const std::uint16_t*>(W.raw()), W.dtype(),
+                            b32.get(), y32.get(), dim(x, 0), dim(x, 1), dim(W, 0));
+  else
+    cpu::linear_forward(x32.get(), w32.get(), b32.get(), y32.get(), dim(x, 0), dim(x, 1), dim(W, 0));
   y32.commit();
 }
 
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, const Tensor& dx,
                      const Tensor& dW, const Tensor& db) {
-  In32 x32(x), w32(W), dy32(dy);
+  In32 x32(x), w32(weight16(W) ? Tensor() : W), dy32(dy);
   Out32 dx32(dx);
   Acc32 dw32(dW), db32(db);
-  cpu::linear_backward(x32.get(), w32.get(), dy32.get(), dx32.get(), dw32.get(), db32.get(),
-                       dim(x, 0), dim(x, 1), dim(W, 0));
+  if (weight16(W))
+    cpu::linear_backward_w16(x32.get(), static_cast<const std::uint16_t*>(W.raw()), W.dtype(),
+                             dy32.get(), dx32.get(), dw32.get(), db32.get(), dim(x, 0), dim(x, 1),
+                             dim(W, 0));
+  else
+    cpu::linear_backward(x32.get(), w32.get(), dy32.get(), dx32.get(), dw32.get(), db32.get(),
+                         dim(x, 0), dim(x, 1), dim(W, 0));
   dx32.commit();
   dw32.commit();
   db32.commit();

@@ -63,14 +63,17 @@ void matmul(const Tensor& A, const Tensor& B, const Tensor& C, bool ta, bool tb,
   else matmul_reduce(A, B, C, tb, beta, M, N, K);
 }
 
+// As the CPU table: a 16-bit weight is read in place, an f32 copy only of other dtypes' weights.
+bool weight16(const Tensor& W) { return W.dtype() == DType::bf16 || W.dtype() == DType::f16; }
+
 void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y) {
-  In32 x32(x), w32(W), b32(b);
+  In32 x32(x), w32(weight16(W) ? Tensor() : W), b32(b);
   Out32 y32(y);
 }
 
 void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, const Tensor& dx,
                      const Tensor& dW, const Tensor& db) {
-  In32 x32(x), w32(W), dy32(dy);
+  In32 x32(x), w32(weight16(W) ? Tensor() : W), dy32(dy);
   Out32 dx32(dx);
   Acc32 dw32(dW), db32(db);
 }

@@ -113,6 +113,17 @@ TEST_P(GradOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
   const auto st = gs->swapper().stats();
   EXPECT_GT(st.bytes_written, 0u);  // the gradients really went through the swap file
   EXPECT_GT(st.bytes_read, 0u);
+  if (accum == 1) {
+    // Each step reads each gradient slice once, for the update: the norm took its share where
+    // the reduction wrote the slice (Trainer::note_final_gradient) instead of a second pass.
+    std::uint64_t pass = 0;
+    for (std::size_t u = 0; u < nvme.store.num_units(); ++u) {
+      const auto& l = nvme.store.layout(u);  // (stage 1 stores whole units: ParamStore)
+      const std::int64_t stored = nvme.store.options().shard_grads ? l.hi - l.lo : l.padded;
+      pass += offload::round_up_io(static_cast<std::uint64_t>(stored) * dtype_size(dt));
+    }
+    EXPECT_LE(st.bytes_read, steps * pass) << "the gradient norm read the offloaded gradients again";
+  }
   if (w.rank() == 0)
     std::printf("np=%d stage %d accum %d %s%s: none/cpu/nvme bitwise over %d steps; device grads "
                 "peak %s (cpu) %s (nvme), window %s, whole model %s; grads swap %s in, %s out\n",

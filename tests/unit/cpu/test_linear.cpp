@@ -129,6 +129,41 @@ TEST_P(Linear, LargeBackwardMatchesReference) {
   EXPECT_TRUE(close(db, rdb, 1e-5));
 }
 
+// 16-bit weights are widened where the product reads them (the AVX-512 kernel while packing its
+// panels, the BLAS path per tile): bitwise the f32 kernels on the widened weights, forward and
+// backward (dW and db accumulate onto what they held), bf16 and f16, with panel and k-block tails.
+TEST_P(Linear, SixteenBitWeightsEqualTheF32KernelsOnTheWidenedWeights) {
+  for (DType wt : {DType::bf16, DType::f16}) {
+    for (LinearCase c : {LinearCase{3, 13, 7}, {37, 600, 70}, {64, 300, 530}}) {
+      const auto n_w = static_cast<std::size_t>(c.out) * c.in;
+      const auto x = randn(static_cast<std::size_t>(c.N) * c.in, 20);
+      const auto dy = randn(static_cast<std::size_t>(c.N) * c.out, 21);
+      const auto b = randn(c.out, 22);
+      std::vector<std::uint16_t> w16(n_w);
+      std::vector<float> wide(n_w);
+      convert(randn(n_w, 23, 0.2f).data(), DType::f32, w16.data(), wt, n_w);
+      convert(w16.data(), wt, wide.data(), DType::f32, n_w);
+      auto y1 = nan_filled(static_cast<std::size_t>(c.N) * c.out), y2 = y1;
+      linear_forward(x.data(), wide.data(), b.data(), y1.data(), c.N, c.in, c.out);
+      linear_forward_w16(x.data(), w16.data(), wt, b.data(), y2.data(), c.N, c.in, c.out);
+      EXPECT_TRUE(bitwise_equal(y1, y2)) << dtype_name(wt) << " forward " << c.N << " " << c.in << " " << c.out;
+      auto dx1 = nan_filled(static_cast<std::size_t>(c.N) * c.in), dx2 = dx1;
+      auto dW1 = randn(n_w, 24), dW2 = dW1;
+      auto db1 = randn(c.out, 25), db2 = db1;
+      linear_backward(x.data(), wide.data(), dy.data(), dx1.data(), dW1.data(), db1.data(), c.N, c.in,
+                      c.out);
+      linear_backward_w16(x.data(), w16.data(), wt, dy.data(), dx2.data(), dW2.data(), db2.data(), c.N,
+                          c.in, c.out);
+      EXPECT_TRUE(bitwise_equal(dx1, dx2)) << dtype_name(wt) << " dx " << c.N << " " << c.in << " " << c.out;
+      EXPECT_TRUE(bitwise_equal(dW1, dW2)) << dtype_name(wt) << " dW";
+      EXPECT_TRUE(bitwise_equal(db1, db2)) << dtype_name(wt) << " db";
+    }
+  }
+  std::vector<float> x(4), y(4);
+  std::vector<std::uint16_t> w(4);
+  EXPECT_THROW(linear_forward_w16(x.data(), w.data(), DType::f32, nullptr, y.data(), 2, 2, 2), Error);
+}
+
 STRATA_INSTANTIATE_ISA(Matmul);
 STRATA_INSTANTIATE_ISA(Linear);
 

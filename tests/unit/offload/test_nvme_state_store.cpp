@@ -212,6 +212,7 @@ TEST(NvmeStateStore, InjectedWriteErrorIsReportedWithTheFileNameNotSwallowed) {
       nvme.release(u, true);
     }
     nvme.end_step();
+    nvme.begin_step();  // the last write-backs are waited for here at the latest
   } catch (const Error& e) {
     message = e.what();
   }
