@@ -257,9 +257,9 @@ StepResult Trainer::step() {
 // The memory planner's step (the meta device) for the optimizers whose kernels work on host
 // pointers (AdamW8bit, Adafactor, LAMB, 1-bit Adam's frozen phase, 1-bit LAMB): nothing is
 // computed, but every unit's state, parameter slice and gradient slice is acquired and released as
-// a real step does, with the f32 copy of a 16-bit gradient the kernels except AdamW8bit's read
-// (and 1-bit LAMB's two
-// copies of the momenta), so the memory charged and the offload traffic are the same.
+// a real step does, with the f32 copy of a 16-bit gradient that the kernels other than AdamW8bit's
+// read (and 1-bit LAMB's two copies of the momenta), so the memory charged and the offload
+// traffic are the same.
 void Trainer::step_on_meta() {
   Tensor lamb_last, lamb_fused;  // 1-bit LAMB's compressed step holds two copies of the momenta
   if (opts_.optimizer == OptimizerKind::onebit_lamb && opts_.onebit_lamb.frozen(updates_ + 1)) {
