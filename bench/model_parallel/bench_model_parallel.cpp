@@ -70,26 +70,14 @@ struct Job {
 
 int main(int argc, char** argv) {
   CLI::App app{"Tensor / pipeline / 3D parallelism vs data parallelism: step time, tp bytes"};
-  nn::GptConfig gc;
-  gc.n_layer = 4;
-  gc.n_embd = 256;
-  gc.n_head = 4;
-  gc.block_size = 64;
-  gc.vocab_size = 256;
-  int micro = 4, m = 8, steps = 3, warmup = 1, rounds = 3, threads = 1;
-  app.add_option("--layers", gc.n_layer, "transformer blocks");
-  app.add_option("--embd", gc.n_embd, "model width");
-  app.add_option("--heads", gc.n_head, "attention heads (a multiple of the ranks)");
-  app.add_option("--seq", gc.block_size, "sequence length");
-  app.add_option("--vocab", gc.vocab_size, "vocabulary (a multiple of the ranks)");
-  app.add_option("--micro", micro, "micro-batch (sequences)");
+  bench::ModelParallelRun run;
+  int m = 8;
+  run.add_options(app);
   app.add_option("--m", m,
                  "micro-batches per step of a one-replica layout (a multiple of the ranks)");
-  app.add_option("--steps", steps, "timed steps per job per round");
-  app.add_option("--warmup", warmup, "untimed steps per job before the first round");
-  app.add_option("--rounds", rounds, "rounds (each runs every job in turn)");
-  app.add_option("--threads", threads, "kernel threads per rank");
   CLI11_PARSE(app, argc, argv);
+  const nn::GptConfig& gc = run.gpt;
+  const int micro = run.micro;
   try {
     World world;
     const Group& w = world.group();
@@ -97,7 +85,7 @@ int main(int argc, char** argv) {
     const bool lead = rank == 0;
     if (N < 2) user_fail("bench", "run under mpirun with 2 or more ranks");
     if (m % N != 0) user_fail("bench", "--m {} is not a multiple of the {} ranks", m, N);
-    cpu::set_num_threads(threads);
+    cpu::set_num_threads(run.threads);
     config::Config cfg;
     cfg.train_micro_batch_size_per_gpu = micro;
     cfg.optimizer.betas = {0.9, 0.95};
@@ -120,28 +108,20 @@ int main(int argc, char** argv) {
           gc.n_layer, gc.n_embd, gc.n_head, gc.block_size, gc.vocab_size, micro, m, m * micro);
       std::fflush(stdout);
     }
-    for (auto& j : jobs)
-      for (int s = 0; s < warmup; ++s) j->training->engine().train_step(next_batch);
-    for (int round = 0; round < rounds; ++round)
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        Job& j = *jobs[round % 2 == 0 ? i : jobs.size() - 1 - i];
-        for (int s = 0; s < steps; ++s) {
-          const GroupTpComm* comm = j.training->tp_comm();
-          const std::int64_t b0 = comm ? comm->bytes() : 0;
-          const double w0 = comm ? comm->wait_seconds() : 0;
-          w.barrier().wait();
-          const auto t0 = Clock::now();
-          j.training->engine().train_step(next_batch);
-          double t = std::chrono::duration<double>(Clock::now() - t0).count();
-          j.busy_s += t;
-          t = w.all_reduce_value(t, ReduceOp::max);
-          j.step_s.push_back(t);
-          if (comm) {
-            j.tp_bytes = comm->bytes() - b0;
-            j.tp_wait_s += comm->wait_seconds() - w0;
-          }
-        }
+    auto step = [&](Job& j, bool timed) {
+      const GroupTpComm* comm = j.training->tp_comm();
+      const std::int64_t b0 = comm ? comm->bytes() : 0;
+      const double w0 = comm ? comm->wait_seconds() : 0;
+      const auto t0 = Clock::now();
+      j.training->engine().train_step(next_batch);
+      if (!timed) return;
+      j.busy_s += std::chrono::duration<double>(Clock::now() - t0).count();
+      if (comm) {
+        j.tp_bytes = comm->bytes() - b0;
+        j.tp_wait_s += comm->wait_seconds() - w0;
       }
+    };
+    bench::run_rounds(w, jobs, run, step);
     const double dp_step = bench::median_of(jobs[0]->step_s);
     if (lead)
       std::printf("%-12s %12s %10s %16s %16s %14s\n", "layout", "step ms", "vs dp", "tp bytes/step",

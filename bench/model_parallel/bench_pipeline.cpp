@@ -32,7 +32,6 @@
 
 using namespace strata;
 using namespace strata::parallel;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -55,27 +54,14 @@ struct Job {
 
 int main(int argc, char** argv) {
   CLI::App app{"Pipeline parallelism vs data parallelism on the same ranks: step time, bubble"};
-  nn::GptConfig gc;
-  gc.n_layer = 4;
-  gc.n_embd = 256;
-  gc.n_head = 4;
-  gc.block_size = 64;
-  gc.vocab_size = 256;
-  int micro = 4, steps = 3, warmup = 1, rounds = 3, threads = 1;
+  bench::ModelParallelRun run;
   std::vector<int> ms{2, 4, 8, 16};
-  app.add_option("--layers", gc.n_layer, "transformer blocks");
-  app.add_option("--embd", gc.n_embd, "model width");
-  app.add_option("--heads", gc.n_head, "attention heads");
-  app.add_option("--seq", gc.block_size, "sequence length");
-  app.add_option("--vocab", gc.vocab_size, "vocabulary");
-  app.add_option("--micro", micro, "micro-batch (sequences)");
+  run.add_options(app);
   app.add_option("--m", ms, "micro-batches per step of the pipeline (multiples of the ranks)")
       ->delimiter(',');
-  app.add_option("--steps", steps, "timed steps per job per round");
-  app.add_option("--warmup", warmup, "untimed steps per job before the first round");
-  app.add_option("--rounds", rounds, "rounds (each runs every job in turn)");
-  app.add_option("--threads", threads, "kernel threads per rank");
   CLI11_PARSE(app, argc, argv);
+  const nn::GptConfig& gc = run.gpt;
+  const int micro = run.micro;
   try {
     World world;
     const Group& w = world.group();
@@ -84,7 +70,7 @@ int main(int argc, char** argv) {
     if (N < 2) user_fail("bench", "run under mpirun with 2 or more ranks");
     for (int m : ms)
       if (m % N != 0) user_fail("bench", "--m {} is not a multiple of the {} ranks", m, N);
-    cpu::set_num_threads(threads);
+    cpu::set_num_threads(run.threads);
     config::Config cfg;
     cfg.train_micro_batch_size_per_gpu = micro;
     cfg.optimizer.betas = {0.9, 0.95};
@@ -109,22 +95,13 @@ int main(int argc, char** argv) {
                   gc.n_head, gc.block_size, gc.vocab_size, micro, blocks.c_str(), micro);
       std::fflush(stdout);
     }
-    for (auto& j : jobs)
-      for (int s = 0; s < warmup; ++s) j->training->engine().train_step(next_batch);
-    for (int round = 0; round < rounds; ++round)
-      for (std::size_t i = 0; i < jobs.size(); ++i) {
-        Job& j = *jobs[round % 2 == 0 ? i : jobs.size() - 1 - i];
-        for (int s = 0; s < steps; ++s) {
-          w.barrier().wait();
-          const auto t0 = Clock::now();
-          const EngineStep e = j.training->engine().train_step(next_batch);
-          double t = std::chrono::duration<double>(Clock::now() - t0).count();
-          t = w.all_reduce_value(t, ReduceOp::max);
-          j.step_s.push_back(t);
-          j.busy_s += e.times.forward + e.times.backward;
-          j.wait_s += e.times.pipeline_wait;
-        }
-      }
+    auto step = [&](Job& j, bool timed) {
+      const EngineStep e = j.training->engine().train_step(next_batch);
+      if (!timed) return;
+      j.busy_s += e.times.forward + e.times.backward;
+      j.wait_s += e.times.pipeline_wait;
+    };
+    bench::run_rounds(w, jobs, run, step);
     if (lead)
       std::printf("%4s %14s %14s %12s %14s %14s\n", "m", "pp step ms", "dp step ms", "pp / dp",
                   "bubble meas.", "(p-1)/(m+p-1)");

@@ -52,6 +52,18 @@ DType activation_dtype(const config::Config& cfg) {
   return param_dtype(precision_of(cfg));
 }
 
+namespace {
+// The fields every Adam-style optimizer reads from the config the same way.
+template <typename Hyper>
+void set_adam_family(Hyper& h, const config::Optimizer& opt) {
+  h.lr = opt.lr;
+  h.beta1 = opt.betas[0];
+  h.beta2 = opt.betas[1];
+  h.eps = opt.eps;
+  h.weight_decay = opt.weight_decay;
+}
+}  // namespace
+
 TrainerOptions trainer_options(const config::Config& cfg) {
   TrainerOptions o;
   const auto& opt = cfg.optimizer;
@@ -81,22 +93,14 @@ TrainerOptions trainer_options(const config::Config& cfg) {
     case config::OptimizerType::onebit_adam: {
       o.optimizer = OptimizerKind::onebit_adam;
       optim::OneBitAdamHyper& h = o.onebit;
-      h.lr = opt.lr;
-      h.beta1 = opt.betas[0];
-      h.beta2 = opt.betas[1];
-      h.eps = opt.eps;
-      h.weight_decay = opt.weight_decay;
+      set_adam_family(h, opt);
       h.freeze_step = opt.freeze_step;
       break;
     }
     case config::OptimizerType::onebit_lamb: {
       o.optimizer = OptimizerKind::onebit_lamb;
       optim::OneBitLambHyper& h = o.onebit_lamb;
-      h.lr = opt.lr;
-      h.beta1 = opt.betas[0];
-      h.beta2 = opt.betas[1];
-      h.eps = opt.eps;
-      h.weight_decay = opt.weight_decay;
+      set_adam_family(h, opt);
       h.max_coeff = opt.max_coeff;
       h.min_coeff = opt.min_coeff;
       h.freeze_step = opt.freeze_step;
@@ -109,11 +113,7 @@ TrainerOptions trainer_options(const config::Config& cfg) {
     case config::OptimizerType::lamb: {
       o.optimizer = OptimizerKind::lamb;
       optim::LambHyper& h = o.lamb;
-      h.lr = opt.lr;
-      h.beta1 = opt.betas[0];
-      h.beta2 = opt.betas[1];
-      h.eps = opt.eps;
-      h.weight_decay = opt.weight_decay;
+      set_adam_family(h, opt);
       h.bias_correction = opt.bias_correction;
       h.max_coeff = opt.max_coeff;
       h.min_coeff = opt.min_coeff;
@@ -127,11 +127,7 @@ TrainerOptions trainer_options(const config::Config& cfg) {
       // semantics through (DeepSpeed's default adam_w_mode=true).
       o.optimizer = opt.type == config::OptimizerType::adamw8bit ? OptimizerKind::adamw8bit
                                                                  : OptimizerKind::adamw;
-      o.adamw.lr = opt.lr;
-      o.adamw.beta1 = opt.betas[0];
-      o.adamw.beta2 = opt.betas[1];
-      o.adamw.eps = opt.eps;
-      o.adamw.weight_decay = opt.weight_decay;
+      set_adam_family(o.adamw, opt);
       o.adamw.bias_correction = opt.bias_correction;
       break;
   }

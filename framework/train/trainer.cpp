@@ -155,7 +155,7 @@ double Trainer::grad_sum_squares(std::size_t u) const {
 
 void Trainer::note_final_gradient(std::size_t u, const Tensor& owned) {
   if (noted_ss_.size() != store_.num_units()) noted_ss_.assign(store_.num_units(), std::nullopt);
-  noted_ss_.at(u) = owned.device().is_meta() ? 0.0 : grad_sum_squares_of(u, owned);
+  noted_ss_.at(u) = grad_sum_squares_of(u, owned);
 }
 
 void Trainer::forget_final_gradients() { noted_ss_.assign(noted_ss_.size(), std::nullopt); }

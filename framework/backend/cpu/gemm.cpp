@@ -28,6 +28,7 @@ constexpr int kNc = 512;  // native path: columns packed at once (kc x nc = 512 
 constexpr int kMb = 96;   // native path: rows per task
 constexpr int kNb = 128;  // native path: columns per task (a multiple of kGemmPanel)
 constexpr int kKRun = 8 * kKc;  // native path: k values packed per barrier (<= 4 MiB of B)
+static_assert(kKc >= kGemmPanel, "pack_panel widens a panel row into a kKc scratch");
 
 int ceil_div(int a, int b) {
   return (a + b - 1) / b;
@@ -52,52 +53,53 @@ struct AlignedFree {
 
 }  // namespace
 
-void pack_b_panel(const float* B, int ldb, bool trans_b, int kc, int n, int p, float* Bp,
-                  int bstride) {
+namespace {
+
+// n values of B from `src` as f32: the values themselves, or 16-bit ones widened into `tmp`.
+const float* as_f32(const float* src, DType, float*, int) { return src; }
+const float* as_f32(const std::uint16_t* src, DType dtype, float* tmp, int n) {
+  convert(src, dtype, tmp, DType::f32, static_cast<std::size_t>(n));
+  return tmp;
+}
+
+template <typename T>
+void pack_panel(const T* B, DType dtype, int ldb, bool trans_b, int kc, int n, int p, float* Bp,
+                int bstride) {
   float* dst = Bp + static_cast<std::size_t>(p) * bstride;
   const int j0 = p * kGemmPanel;
   const int w = std::min(kGemmPanel, n - j0);
+  alignas(64) float tmp[kKc];  // widened 16-bit values (unused for f32)
   if (!trans_b) {  // B(k, j) = B[k*ldb + j]
     for (int k = 0; k < kc; ++k) {
       float* d = dst + static_cast<std::size_t>(k) * kGemmPanel;
-      std::memcpy(d, B + static_cast<std::size_t>(k) * ldb + j0, sizeof(float) * w);
+      std::memcpy(d, as_f32(B + static_cast<std::size_t>(k) * ldb + j0, dtype, tmp, w),
+                  sizeof(float) * w);
       if (w < kGemmPanel) std::memset(d + w, 0, sizeof(float) * (kGemmPanel - w));
     }
     return;
   }
-  // B(k, j) = B[j*ldb + k]: transpose up to 32 columns.
+  // B(k, j) = B[j*ldb + k]: transpose up to 32 columns, a run of at most kKc values of k at a time.
   if (w < kGemmPanel) std::memset(dst, 0, sizeof(float) * kc * kGemmPanel);
   for (int jj = 0; jj < w; ++jj) {
-    const float* src = B + static_cast<std::size_t>(j0 + jj) * ldb;
-    for (int k = 0; k < kc; ++k) dst[static_cast<std::size_t>(k) * kGemmPanel + jj] = src[k];
+    const T* src = B + static_cast<std::size_t>(j0 + jj) * ldb;
+    for (int k0 = 0; k0 < kc; k0 += kKc) {
+      const int len = std::min(kKc, kc - k0);
+      const float* run = as_f32(src + k0, dtype, tmp, len);
+      for (int k = 0; k < len; ++k) dst[static_cast<std::size_t>(k0 + k) * kGemmPanel + jj] = run[k];
+    }
   }
+}
+
+}  // namespace
+
+void pack_b_panel(const float* B, int ldb, bool trans_b, int kc, int n, int p, float* Bp,
+                  int bstride) {
+  pack_panel(B, DType::f32, ldb, trans_b, kc, n, p, Bp, bstride);
 }
 
 void pack_b_panel16(const std::uint16_t* B, DType dtype, int ldb, bool trans_b, int kc, int n,
                     int p, float* Bp, int bstride) {
-  float* dst = Bp + static_cast<std::size_t>(p) * bstride;
-  const int j0 = p * kGemmPanel;
-  const int w = std::min(kGemmPanel, n - j0);
-  if (!trans_b) {  // B(k, j) = B[k*ldb + j]
-    for (int k = 0; k < kc; ++k) {
-      float* d = dst + static_cast<std::size_t>(k) * kGemmPanel;
-      convert(B + static_cast<std::size_t>(k) * ldb + j0, dtype, d, DType::f32,
-              static_cast<std::size_t>(w));
-      if (w < kGemmPanel) std::memset(d + w, 0, sizeof(float) * (kGemmPanel - w));
-    }
-    return;
-  }
-  // B(k, j) = B[j*ldb + k]: widen each column's run of k, then transpose it into the panel.
-  if (w < kGemmPanel) std::memset(dst, 0, sizeof(float) * kc * kGemmPanel);
-  alignas(64) float run[kKc];
-  for (int jj = 0; jj < w; ++jj) {
-    const std::uint16_t* src = B + static_cast<std::size_t>(j0 + jj) * ldb;
-    for (int k0 = 0; k0 < kc; k0 += kKc) {
-      const int len = std::min(kKc, kc - k0);
-      convert(src + k0, dtype, run, DType::f32, static_cast<std::size_t>(len));
-      for (int k = 0; k < len; ++k) dst[static_cast<std::size_t>(k0 + k) * kGemmPanel + jj] = run[k];
-    }
-  }
+  pack_panel(B, dtype, ldb, trans_b, kc, n, p, Bp, bstride);
 }
 
 void pack_b(const float* B, int ldb, bool trans_b, int kc, int n, float* Bp, int bstride) {

@@ -51,6 +51,16 @@ struct BatchFeed {
   }
 };
 
+// The Adam-style hyperparameters every such optimizer writes to the config the same way (the
+// inverse of train::trainer_options).
+template <typename Hyper>
+void adam_family_to_config(const Hyper& h, config::Optimizer& opt) {
+  opt.lr = h.lr;
+  opt.betas = {h.beta1, h.beta2};
+  opt.eps = h.eps;
+  opt.weight_decay = h.weight_decay;
+}
+
 // The config of a test job: the trainer options as config keys, the ZeRO stage and its bucket,
 // the batch, the parameter dtype (bf16 / f16 turn on that mixed precision; activations stay f32
 // unless act16, as these tests measure 16-bit parameters), seed 5. Stage-3 options as the C++
@@ -97,10 +107,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
     case train::OptimizerKind::lamb: {
       const optim::LambHyper& h = o.lamb;
       opt.type = config::OptimizerType::lamb;
-      opt.lr = h.lr;
-      opt.betas = {h.beta1, h.beta2};
-      opt.eps = h.eps;
-      opt.weight_decay = h.weight_decay;
+      adam_family_to_config(h, opt);
       opt.bias_correction = h.bias_correction;
       opt.max_coeff = h.max_coeff;
       opt.min_coeff = h.min_coeff;
@@ -110,10 +117,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
     case train::OptimizerKind::onebit_adam: {
       const optim::OneBitAdamHyper& h = o.onebit;
       opt.type = config::OptimizerType::onebit_adam;
-      opt.lr = h.lr;
-      opt.betas = {h.beta1, h.beta2};
-      opt.eps = h.eps;
-      opt.weight_decay = h.weight_decay;
+      adam_family_to_config(h, opt);
       opt.bias_correction = false;
       opt.freeze_step = h.freeze_step;
       break;
@@ -121,10 +125,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
     case train::OptimizerKind::onebit_lamb: {
       const optim::OneBitLambHyper& h = o.onebit_lamb;
       opt.type = config::OptimizerType::onebit_lamb;
-      opt.lr = h.lr;
-      opt.betas = {h.beta1, h.beta2};
-      opt.eps = h.eps;
-      opt.weight_decay = h.weight_decay;
+      adam_family_to_config(h, opt);
       opt.bias_correction = false;
       opt.max_coeff = h.max_coeff;
       opt.min_coeff = h.min_coeff;
@@ -139,10 +140,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
     case train::OptimizerKind::adamw8bit:
       opt.type = o.optimizer == train::OptimizerKind::adamw8bit ? config::OptimizerType::adamw8bit
                                                                 : config::OptimizerType::adamw;
-      opt.lr = o.adamw.lr;
-      opt.betas = {o.adamw.beta1, o.adamw.beta2};
-      opt.eps = o.adamw.eps;
-      opt.weight_decay = o.adamw.weight_decay;
+      adam_family_to_config(o.adamw, opt);
       opt.bias_correction = o.adamw.bias_correction;
       break;
   }
