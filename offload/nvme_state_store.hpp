@@ -1,8 +1,9 @@
 // NvmeStateStore: offload_optimizer.device = "nvme" — every unit's optimizer state lives in this
 // rank's swap file under nvme_path; buffer_count host buffers hold the units being updated. While
-// the Trainer updates unit u, unit u+1 (and further, as buffers allow) is read ahead and unit u-1
-// written back; reads for the next step start as soon as this step's last units are released, and
-// the last write-backs complete during the next step's forward (end_step does not wait for them).
+// the Trainer updates unit u, the units after it in the step's order (0..n-1, or expect_order's)
+// are read ahead as far as buffers allow, and unit u's predecessor is written back; reads for the
+// next step start as soon as this step's last units are released, and the last write-backs
+// complete during the next step's forward (end_step does not wait for them).
 #pragma once
 
 #include <memory>
@@ -21,6 +22,7 @@ class NvmeStateStore final : public train::OptimizerStateStore {
 
   void create(std::size_t u, const train::StateLayout& layout, const Tensor& values) override;
   void begin_step() override;
+  void expect_order(std::vector<std::size_t> order) override;
   train::UnitOptimizerState& acquire(std::size_t u) override;
   void release(std::size_t u, bool dirty) override;
   void end_step() override;
@@ -33,12 +35,16 @@ class NvmeStateStore final : public train::OptimizerStateStore {
   Swapper& swapper() { return swapper_; }
 
  private:
-  std::vector<std::size_t> upcoming(std::size_t next) const;
+  // The buffer_count units from position `pos` of order_ on, wrapping into the next step.
+  std::vector<std::size_t> upcoming(std::size_t pos) const;
+  std::size_t position(std::size_t u) const;  // of unit u in order_
   Device device() const { return swapper_.file().meta() ? Device::meta() : Device::cpu(); }
 
   Swapper swapper_;
   std::vector<PackedStateLayout> layouts_;
   std::vector<train::UnitOptimizerState> views_;
+  std::vector<std::size_t> order_;  // empty: 0..n-1
+  std::vector<std::size_t> pos_;    // of each unit in order_
 };
 
 }  // namespace strata::offload

@@ -116,13 +116,14 @@ void Swapper::attach(std::size_t u, int si, bool read) {
   }
 }
 
-std::byte* Swapper::acquire(std::size_t u, bool fresh) {
+std::byte* Swapper::acquire(std::size_t u, bool fresh, const std::vector<std::size_t>& keep) {
   check_ok();
   STRATA_CHECK(u < units_.size(), "offload", "unit {} of {} in {}", u, units_.size(), path());
   Unit& un = units_[u];
   ++stats_.acquires;
   if (un.slot < 0) {
-    const int s = pick_slot({});
+    int s = keep.empty() ? -1 : pick_slot(keep);
+    if (s < 0) s = pick_slot({});
     if (s < 0)
       fail("offload", "all {} buffers of {} are in use: release a unit before acquiring unit {}",
            slots_.size(), path(), u);

@@ -51,8 +51,9 @@ class Swapper {
   // returns its index: 0, 1, ... No unit may be acquired while units are added.
   std::size_t add_unit(std::uint64_t bytes);
   // Makes unit u resident and returns its buffer, writable until release(u). `fresh`: the caller
-  // overwrites the whole unit, so it is not read.
-  std::byte* acquire(std::size_t u, bool fresh = false);
+  // overwrites the whole unit, so it is not read. A buffer holding none of `keep` is preferred
+  // when u is not resident (the units read ahead for other callers).
+  std::byte* acquire(std::size_t u, bool fresh = false, const std::vector<std::size_t>& keep = {});
   // Done with unit u; `dirty`: write back its first `write_bytes` bytes (rounded up to 4096;
   // default all of it).
   void release(std::size_t u, bool dirty, std::uint64_t write_bytes = UINT64_MAX);

@@ -101,12 +101,21 @@ Tensor NvmeValueShardStore::acquire_to_overwrite(std::size_t u) { return acquire
 Tensor NvmeValueShardStore::acquire_unit(std::size_t u, bool overwrite) {
   STRATA_CHECK(u < units_.size(), "offload", "unit {} of {}", u, units_.size());
   // Follow the expectation: the acquire of its next unit moves past it; any other unit means the
-  // callers went elsewhere, and nothing more is read ahead until they say what comes next.
-  if (next_ < expected_.size() && expected_[next_] == u) ++next_;
-  else expected_.clear(), next_ = 0, overwrites_ = false;
+  // callers went elsewhere, and nothing more is read ahead until they say what comes next —
+  // except an overwrite beside expected reads (the optimizer updating a unit in backward while
+  // the gathers read ahead): it reads nothing, so the reads stay expected, and it takes a buffer
+  // that holds none of the units still expected (the unit just gathered left one).
+  std::vector<std::size_t> keep;
+  if (next_ < expected_.size() && expected_[next_] == u) {
+    ++next_;
+  } else if (overwrite && !overwrites_ && next_ < expected_.size()) {
+    keep.assign(expected_.begin() + static_cast<std::ptrdiff_t>(next_), expected_.end());
+  } else {
+    expected_.clear(), next_ = 0, overwrites_ = false;
+  }
   Unit& un = units_[u];
   // Neither a zeroed unit nor one the caller overwrites is read.
-  std::byte* buf = swapper_.acquire(u, /*fresh=*/un.zero || overwrite);
+  std::byte* buf = swapper_.acquire(u, /*fresh=*/un.zero || overwrite, keep);
   if (un.zero && !overwrite && buf) std::memset(buf, 0, slice_bytes(un.elements, un.dtype));
   read_ahead();
   return view(buf, un.elements, un.dtype, swapper_.file().meta() ? Device::meta() : Device::cpu(),

@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
   std::string offload_param = "none", param_nvme;
   std::string device_mem, host_mem;
   bool checkpointing = true;
+  bool in_backward = false;
+  double clip = -1;
   app.add_option("--layers", layers);
   app.add_option("--embd", embd);
   app.add_option("--heads", heads);
@@ -108,6 +110,10 @@ int main(int argc, char** argv) {
   app.add_option("--host-memory", host_mem, "cap of the host tier");
   app.add_option("--threads", threads, "compute threads (default: all)");
   app.add_flag("!--no-checkpointing", checkpointing, "keep activations instead of recomputing");
+  app.add_flag("--optimizer-in-backward", in_backward,
+               "strata.optimizer_in_backward: each unit updated as soon as its gradient is "
+               "complete (needs gradient clipping off)");
+  app.add_option("--clip", clip, "gradient_clipping (default 1.0; 0 with --optimizer-in-backward)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -136,7 +142,8 @@ int main(int argc, char** argv) {
     if (optimizer == "AdamW8bit") cfg.optimizer.type = config::OptimizerType::adamw8bit;
     else if (optimizer == "Adafactor") cfg.optimizer.type = config::OptimizerType::adafactor;
     else if (optimizer != "AdamW") user_fail("bench", "--optimizer must be AdamW, AdamW8bit or Adafactor, not {}", optimizer);
-    cfg.gradient_clipping = 1.0;
+    cfg.gradient_clipping = clip >= 0 ? clip : in_backward ? 0.0 : 1.0;
+    cfg.strata.optimizer_in_backward = in_backward;
     cfg.bf16.enabled = bf16;
     cfg.strata.activation_checkpointing = checkpointing;
     auto& z = cfg.zero_optimization;
@@ -170,10 +177,11 @@ int main(int argc, char** argv) {
     auto* nvme_store = dynamic_cast<offload::NvmeStateStore*>(&job.trainer().states());
     auto* nvme_grads = dynamic_cast<offload::NvmeValueShardStore*>(store.options().grad_store.get());
     std::printf("GPT %d layers, d=%d, %d heads, vocab %d, T=%d: %.3f B parameters (%s), %zu units; "
-                "%s; %d threads; ZeRO stage %d on one rank; CPU flags: %s\n",
+                "%s%s, gradient clipping %g; %d threads; ZeRO stage %d on one rank; CPU flags: %s\n",
                 layers, embd, heads, vocab, seq, static_cast<double>(store.total_numel()) / 1e9,
-                dtype.c_str(), store.num_units(), optimizer.c_str(), cpu::num_threads(), stage,
-                bench::cpu_flags().c_str());
+                dtype.c_str(), store.num_units(), optimizer.c_str(),
+                in_backward ? " in backward" : "", cfg.gradient_clipping, cpu::num_threads(),
+                stage, bench::cpu_flags().c_str());
     std::printf("%s\n", offload::describe(cfg).c_str());
     std::printf("set-up %.1f s (init + optimizer state %s); %s\nmemory after set-up:\n%s",
                 since(t_init), offload.c_str(), rss().c_str(), ledger.report().c_str());
@@ -217,7 +225,14 @@ int main(int argc, char** argv) {
       const parallel::StepTimes& t = es.times;
       const double total = t.total, loss = es.loss, opt = t.optimizer + t.offload_wait;
       std::printf("step %d: loss %.4f, %.1f s: %s", s, loss, total, parallel::describe(t).c_str());
-      if (nvme_store) {
+      if (nvme_store && in_backward) {  // the updates' time is part of backward's
+        const auto st = nvme_store->swapper().stats();
+        std::printf("; optimizer state I/O (updates in backward): waiting for reads %.1f s, for "
+                    "writes %.1f s; read %s, wrote %s (%.0f MB/s over the step)",
+                    st.read_wait_s, st.write_wait_s, format_bytes(st.bytes_read).c_str(),
+                    format_bytes(st.bytes_written).c_str(),
+                    static_cast<double>(st.bytes_read + st.bytes_written) / total / 1e6);
+      } else if (nvme_store) {
         const auto st = nvme_store->swapper().stats();
         std::printf("; optimizer state I/O: waiting for reads %.1f s, for writes %.1f s; "
                     "AdamW+overlapped I/O %.1f s; read %s, wrote %s: %.0f MB/s",

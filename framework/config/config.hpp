@@ -199,6 +199,10 @@ struct StrataSection {
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   bool activation_checkpointing = false;
+  // Each unit's optimizer update runs as soon as its gradient is complete in the last
+  // micro-batch's backward (Trainer::step_unit): no whole-model gradient is kept, and offloaded
+  // optimizer state moves while backward computes.
+  bool optimizer_in_backward = false;
   ActivationDtype activation_dtype = ActivationDtype::automatic;
   Memory memory;
   Model model;

@@ -224,6 +224,12 @@ constexpr KeySpec kSchema[] = {
      "micro-batches (docs/parallelism.md)."},
     {"strata.activation_checkpointing", K::boolean, "false",
      "Drop each block's saved activations and recompute them in backward."},
+    {"strata.optimizer_in_backward", K::boolean, "false",
+     "Update each unit as soon as its gradient is complete in the last micro-batch's backward "
+     "(PyTorch's optimizer hooks in backward): offloaded gradients are never written, and "
+     "offloaded optimizer state moves while backward computes. Needs ZeRO stage >= 1, AdamW, "
+     "AdamW8bit or SGD, no gradient_clipping, no fp16, no pipeline, strata.memory.on_oom "
+     "\"fail\" (docs/offload.md)."},
     {"strata.activation_dtype", K::string, "\"auto\"",
      "Activations and their gradients: \"auto\" (16-bit with bf16/fp16 enabled, else f32) or "
      "\"f32\" (f32 activations also with 16-bit parameters: more memory, the exactness of f32)."},

@@ -167,6 +167,7 @@ json strata_json(const StrataSection& s) {
       {"tensor_parallel_size", s.tensor_parallel_size},
       {"pipeline_parallel_size", s.pipeline_parallel_size},
       {"activation_checkpointing", s.activation_checkpointing},
+      {"optimizer_in_backward", s.optimizer_in_backward},
       {"activation_dtype", s.activation_dtype == ActivationDtype::f32 ? "f32" : "auto"},
       {"memory",
        {{"device_limit", optional_size(s.memory.device_limit)},

@@ -39,6 +39,38 @@ std::int64_t mul(std::int64_t a, std::int64_t b) {
   return r;
 }
 
+// strata.optimizer_in_backward updates each unit while backward still runs: nothing that needs
+// every gradient before the first update, or a step that can be redone, goes with it.
+void check_optimizer_in_backward(const Config& c, Problems& p) {
+  const std::string key = "strata.optimizer_in_backward";
+  const OptimizerType t = c.optimizer.type;
+  if (t != OptimizerType::adam && t != OptimizerType::adamw && t != OptimizerType::adamw8bit &&
+      t != OptimizerType::sgd && ok(p, {key, "optimizer.type"}))
+    p.mistake(key, "strata.optimizer_in_backward with optimizer.type {} is not implemented (its "
+              "update needs statistics over several units or ranks); use Adam, AdamW, AdamW8bit "
+              "or SGD, or set strata.optimizer_in_backward to false", to_string(t));
+  if (c.gradient_clipping > 0 && ok(p, {key, "gradient_clipping"}))
+    p.mistake(key, "strata.optimizer_in_backward with gradient_clipping {}: clipping needs the "
+              "norm of every gradient before the first update; set gradient_clipping to 0 or "
+              "strata.optimizer_in_backward to false", c.gradient_clipping);
+  if (c.fp16.enabled && ok(p, {key, "fp16.enabled"}))
+    p.mistake(key, "strata.optimizer_in_backward with fp16.enabled: the loss scaler checks every "
+              "gradient for overflow before the first update; use bf16, or set "
+              "strata.optimizer_in_backward to false");
+  if (c.zero_optimization.stage == 0 && ok(p, {key, "zero_optimization.stage"}))
+    p.mistake(key, "strata.optimizer_in_backward with zero_optimization.stage 0: the update of a "
+              "unit starts where its gradient reduction completes, which stage 0 does in "
+              "buckets; set zero_optimization.stage to 1, 2 or 3 (on one rank they train the same)");
+  if (c.strata.pipeline_parallel_size > 1 && ok(p, {key, "strata.pipeline_parallel_size"}))
+    p.mistake(key, "strata.optimizer_in_backward with strata.pipeline_parallel_size {} is not "
+              "implemented (the stages sum tied gradients after backward); set one of them back",
+              c.strata.pipeline_parallel_size);
+  if (c.strata.memory.on_oom == OnOom::recover && ok(p, {key, "strata.memory.on_oom"}))
+    p.mistake(key, "strata.optimizer_in_backward with strata.memory.on_oom \"recover\": units "
+              "updated during a backward that then runs out of memory cannot be undone, so the "
+              "step cannot be redone; set strata.memory.on_oom to \"fail\"");
+}
+
 }  // namespace
 
 void check_rules(const Config& c, Problems& p) {
@@ -97,6 +129,7 @@ void check_rules(const Config& c, Problems& p) {
               to_string(z.offload_optimizer.device));
   check_offload_path(z.offload_optimizer, "zero_optimization.offload_optimizer", p);
   check_offload_path(z.offload_param, "zero_optimization.offload_param", p);
+  if (c.strata.optimizer_in_backward) check_optimizer_in_backward(c, p);
 
   if (c.aio.block_size % 4096 != 0 && ok(p, {"aio.block_size"}))
     p.mistake("aio.block_size",

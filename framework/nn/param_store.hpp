@@ -130,6 +130,8 @@ class ShardScope {
   ShardScope(const ShardScope&) = delete;
   ShardScope& operator=(const ShardScope&) = delete;
   const Tensor& get() const { return t_; }
+  // Released clean after all (the contents were consumed and are not to be kept).
+  void discard_changes() { dirty_ = false; }
 
  private:
   const ParamStore& store_;

@@ -146,6 +146,7 @@ TrainerOptions trainer_options(const config::Config& cfg) {
   o.schedule.warmup_min_ratio = s.warmup_min_ratio;
   o.schedule.cos_min_ratio = s.cos_min_ratio;
   o.max_grad_norm = cfg.gradient_clipping;
+  o.step_in_backward = cfg.strata.optimizer_in_backward;
   o.precision = precision_of(cfg);
   o.static_loss_scale = cfg.fp16.loss_scale;
   o.dynamic_scaler.init_scale = std::ldexp(1.0, static_cast<int>(cfg.fp16.initial_scale_power));

@@ -1,11 +1,12 @@
 // Where the optimizer state of each unit's owned slice lives between steps. The default keeps
 // it in memory (device tier, or host tier for offload_optimizer.device = "cpu"); the offload
 // layer implements NVMe swapping behind the same interface. The Trainer touches units in
-// order 0..n-1 each step: acquire(u), update, release(u).
+// order 0..n-1 each step (or the order expect_order gives): acquire(u), update, release(u).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "framework/core/tensor.hpp"
 
@@ -50,6 +51,9 @@ class OptimizerStateStore {
   // first waits for the previous step's write-backs (long complete by then) and raises their
   // errors.
   virtual void begin_step() {}
+  // The order in which each step will touch the units (default 0..n-1; the Trainer updating
+  // units in backward: backward's order). A swapper reads ahead in it, wrapping to the next step.
+  virtual void expect_order(std::vector<std::size_t> /*order*/) {}
   // Unit u's state, resident and writable until release(u).
   virtual UnitOptimizerState& acquire(std::size_t u) = 0;
   // Done with unit u; `dirty` when it was modified (a swapper writes it back).

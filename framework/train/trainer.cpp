@@ -127,6 +127,18 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
     const nn::ValueShardScope values(store, u, false);  // released even if create throws
     states_->create(u, l, values.get());
   }
+  if (opts.step_in_backward) {
+    STRATA_CHECK(opts.optimizer == OptimizerKind::adamw || opts.optimizer == OptimizerKind::adamw8bit ||
+                     opts.optimizer == OptimizerKind::sgd,
+                 "train", "updating units in backward is implemented for AdamW, AdamW8bit and SGD, "
+                 "not {}", optimizer_name(opts.optimizer));
+    STRATA_CHECK(opts.max_grad_norm <= 0 && !scaler_, "train",
+                 "updating units in backward needs no gradient clipping and no fp16 loss scaling "
+                 "(both need every gradient before the first update)");
+    // Backward completes the units' gradients last to first.
+    for (std::size_t u = store.num_units(); u-- > 0;) step_order_.push_back(u);
+    states_->expect_order(step_order_);
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -189,6 +201,7 @@ bool Trainer::grads_overflow() const {
 }
 
 StepResult Trainer::step() {
+  if (opts_.step_in_backward) return finish_step_in_backward();
   StepResult r;
   r.loss_scale = loss_scale();
   if (scaler_ && grads_overflow()) {
@@ -273,78 +286,146 @@ void Trainer::step_on_meta() {
                          store_.options().param_dtype != DType::f32;
   store_.expect_value_shards_in_order(overwrite);
   store_.expect_grad_shards_in_order();
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    states_->acquire(u);
-    const nn::ValueShardScope held(store_, u, /*dirty=*/true, overwrite);
-    const nn::GradShardScope grad(store_, u, /*dirty=*/false);
-    const Tensor& g = grad.get();
-    // The f32 copy the kernels other than AdamW8bit's (which widens block by block) read.
-    if (g.dtype() != DType::f32 && opts_.optimizer != OptimizerKind::adamw8bit)
-      Tensor::empty(Shape{static_cast<std::int64_t>(owned_numel(store_.layout(u)))}, DType::f32,
-                    store_.options().memory.with(Category::workspace));
-    states_->release(u, true);
-  }
+  for (std::size_t u = 0; u < store_.num_units(); ++u) meta_unit(u, overwrite, nullptr);
+}
+
+void Trainer::meta_unit(std::size_t u, bool overwrite, const Tensor* grad) {
+  states_->acquire(u);
+  const nn::ValueShardScope held(store_, u, /*dirty=*/true, overwrite);
+  std::optional<nn::GradShardScope> acquired;
+  if (!grad) acquired.emplace(store_, u, /*dirty=*/false);
+  const Tensor& g = grad ? *grad : acquired->get();
+  // The f32 copy the kernels other than AdamW8bit's (which widens block by block) read.
+  if (g.dtype() != DType::f32 && opts_.optimizer != OptimizerKind::adamw8bit)
+    Tensor::empty(Shape{static_cast<std::int64_t>(owned_numel(store_.layout(u)))}, DType::f32,
+                  store_.options().memory.with(Category::workspace));
+  states_->release(u, true);
 }
 
 // AdamW, AdamW8bit and SGD: element-wise updates of each unit's owned slice.
 void Trainer::step_elementwise(std::int64_t k, double lr, float grad_scale) {
-  const DType pd = store_.options().param_dtype;
-  std::vector<optim::DecayRun> runs;
   // With f32 masters in the optimizer state, the 16-bit slice is only written: an offloaded
   // store does not read it first.
-  const bool overwrite = pd != DType::f32;
-  store_.expect_value_shards_in_order(overwrite);
+  store_.expect_value_shards_in_order(store_.options().param_dtype != DType::f32);
   store_.expect_grad_shards_in_order();
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    const nn::UnitLayout& l = store_.layout(u);
-    UnitOptimizerState& s = states_->acquire(u);
-    const nn::ValueShardScope held(store_, u, /*dirty=*/true, overwrite);  // written back when released
-    const Tensor& vshard = held.get();
-    if (overwrite) zero_padding(vshard, owned_numel(l));
-    const Tensor master = pd == DType::f32 ? vshard : s.master;
-    const nn::GradShardScope grad(store_, u, /*dirty=*/false);
-    const Tensor g = grad.get();
-    runs.clear();
-    for (std::size_t i = 0; i < l.params.size(); ++i) {
-      // The part of parameter i inside the owned range, as offsets into the owned slice.
-      const std::int64_t a = std::max(l.lo, l.offsets[i]);
-      const std::int64_t b = std::min(l.hi, l.offsets[i] + l.params[i]->shape.numel());
-      if (a >= b) continue;
-      const std::int64_t lo = a - l.lo, hi = b - l.lo;
-      auto part = [&](const Tensor& t) { return t.defined() ? t.slice(0, lo, hi) : Tensor(); };
-      const Tensor p16 = pd == DType::f32 ? Tensor() : part(vshard);
-      // Weight decay only on parameters with >= 2 dims (declared `decay`).
-      const bool decay = l.params[i]->decay;
-      if (opts_.optimizer == OptimizerKind::adamw8bit) {
-        runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), decay});
-      } else if (opts_.optimizer == OptimizerKind::adamw ||
-                 opts_.optimizer == OptimizerKind::onebit_adam) {  // 1-bit Adam's warm-up
-        optim::AdamWHyper h = opts_.optimizer == OptimizerKind::adamw
-                                  ? opts_.adamw
-                                  : optim::onebit_warmup_hyper(opts_.onebit);
-        h.lr = lr;
-        if (!decay) h.weight_decay = 0;
-        ops::adamw_step(part(master), part(g), part(s.m), part(s.v), h, k, grad_scale, p16);
-      } else {
-        optim::SGDHyper h = opts_.sgd;
-        h.lr = lr;
-        if (!decay) h.weight_decay = 0;
-        ops::sgd_step(part(master), part(g), part(s.m), h, k, grad_scale, p16);
-      }
-    }
-    if (!runs.empty()) {
-      // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned). A 16-bit
-      // gradient is widened block by block inside the kernel (no f32 copy of the unit).
-      auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
-      optim::AdamWHyper h = opts_.adamw;
+  for (std::size_t u = 0; u < store_.num_units(); ++u) update_unit(u, k, lr, grad_scale, nullptr);
+}
+
+void Trainer::update_unit(std::size_t u, std::int64_t k, double lr, float grad_scale,
+                          const Tensor* grad) {
+  const DType pd = store_.options().param_dtype;
+  const bool overwrite = pd != DType::f32;
+  std::vector<optim::DecayRun> runs;
+  const nn::UnitLayout& l = store_.layout(u);
+  UnitOptimizerState& s = states_->acquire(u);
+  const nn::ValueShardScope held(store_, u, /*dirty=*/true, overwrite);  // written back when released
+  const Tensor& vshard = held.get();
+  if (overwrite) zero_padding(vshard, owned_numel(l));
+  const Tensor master = pd == DType::f32 ? vshard : s.master;
+  std::optional<nn::GradShardScope> acquired;
+  if (!grad) acquired.emplace(store_, u, /*dirty=*/false);
+  const Tensor g = grad ? *grad : acquired->get();
+  for (std::size_t i = 0; i < l.params.size(); ++i) {
+    // The part of parameter i inside the owned range, as offsets into the owned slice.
+    const std::int64_t a = std::max(l.lo, l.offsets[i]);
+    const std::int64_t b = std::min(l.hi, l.offsets[i] + l.params[i]->shape.numel());
+    if (a >= b) continue;
+    const std::int64_t lo = a - l.lo, hi = b - l.lo;
+    auto part = [&](const Tensor& t) { return t.defined() ? t.slice(0, lo, hi) : Tensor(); };
+    const Tensor p16 = pd == DType::f32 ? Tensor() : part(vshard);
+    // Weight decay only on parameters with >= 2 dims (declared `decay`).
+    const bool decay = l.params[i]->decay;
+    if (opts_.optimizer == OptimizerKind::adamw8bit) {
+      runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), decay});
+    } else if (opts_.optimizer == OptimizerKind::adamw ||
+               opts_.optimizer == OptimizerKind::onebit_adam) {  // 1-bit Adam's warm-up
+      optim::AdamWHyper h = opts_.optimizer == OptimizerKind::adamw
+                                ? opts_.adamw
+                                : optim::onebit_warmup_hyper(opts_.onebit);
       h.lr = lr;
-      const optim::Quant8Moments q{s.m_codes.data<std::uint8_t>(), s.v_codes.data<std::uint8_t>(),
-                                   s.m_absmax.data<float>(), s.v_absmax.data<float>()};
-      optim::adamw8bit_step(master.data<float>(), g.raw(), q, runs.back().end, runs, h, k,
-                            grad_scale, p16, pd, g.dtype());
+      if (!decay) h.weight_decay = 0;
+      ops::adamw_step(part(master), part(g), part(s.m), part(s.v), h, k, grad_scale, p16);
+    } else {
+      optim::SGDHyper h = opts_.sgd;
+      h.lr = lr;
+      if (!decay) h.weight_decay = 0;
+      ops::sgd_step(part(master), part(g), part(s.m), h, k, grad_scale, p16);
     }
-    states_->release(u, true);
   }
+  if (!runs.empty()) {
+    // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned). A 16-bit
+    // gradient is widened block by block inside the kernel (no f32 copy of the unit).
+    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
+    optim::AdamWHyper h = opts_.adamw;
+    h.lr = lr;
+    const optim::Quant8Moments q{s.m_codes.data<std::uint8_t>(), s.v_codes.data<std::uint8_t>(),
+                                 s.m_absmax.data<float>(), s.v_absmax.data<float>()};
+    optim::adamw8bit_step(master.data<float>(), g.raw(), q, runs.back().end, runs, h, k,
+                          grad_scale, p16, pd, g.dtype());
+  }
+  states_->release(u, true);
+}
+
+// ---- updates in backward (step_in_backward) ----
+
+void Trainer::update_in_backward(std::size_t u, const Tensor& grad) {
+  // No clipping and no loss scale: step()'s grad_scale would be 1.
+  const std::int64_t k = updates_ + 1;
+  if (store_.options().memory.device.is_meta() && opts_.optimizer == OptimizerKind::adamw8bit)
+    meta_unit(u, store_.options().param_dtype != DType::f32, &grad);
+  else
+    update_unit(u, k, schedule_->lr_for_update(k), 1.0f, &grad);
+}
+
+void Trainer::step_unit(std::size_t u, const Tensor& owned) {
+  STRATA_CHECK(opts_.step_in_backward, "train",
+               "step_unit needs TrainerOptions::step_in_backward");
+  if (stepped_.size() != store_.num_units()) stepped_.assign(store_.num_units(), false);
+  STRATA_CHECK(!stepped_.at(u), "train", "unit {} updated twice in one step", u);
+  note_final_gradient(u, owned);
+  if (stepped_count_ == 0) states_->begin_step();
+  update_in_backward(u, owned);
+  stepped_[u] = true;
+  ++stepped_count_;
+  seen_order_.push_back(u);
+}
+
+StepResult Trainer::finish_step_in_backward() {
+  const std::size_t n = store_.num_units();
+  if (stepped_.size() != n) stepped_.assign(n, false);
+  if (stepped_count_ == 0) states_->begin_step();
+  last_in_backward_ = stepped_count_;
+  StepResult r;
+  r.lr = schedule_->lr_for_update(updates_ + 1);
+  // Units whose gradient backward did not hand over (none reduced for them in this step): as
+  // step() would update them.
+  for (std::size_t u : step_order_) {
+    if (stepped_[u]) continue;
+    const nn::GradShardScope g(store_, u, /*dirty=*/false);
+    note_final_gradient(u, g.get());
+    update_in_backward(u, g.get());
+    seen_order_.push_back(u);
+  }
+  double ss = 0;
+  for (std::size_t u = 0; u < n; ++u)
+    if (std::find(red_.counted_elsewhere.begin(), red_.counted_elsewhere.end(), u) ==
+        red_.counted_elsewhere.end())
+      ss += noted_ss_.at(u).value();
+  forget_final_gradients();
+  r.grad_norm = std::sqrt(red_.sum(ss));
+  states_->end_step();
+  if (const auto& vs = store_.options().value_store) vs->flush();
+  store_.zero_grads();
+  ++updates_;
+  stepped_.assign(n, false);
+  stepped_count_ = 0;
+  // The next step's read-ahead follows this step's order.
+  if (seen_order_ != step_order_) {
+    step_order_ = seen_order_;
+    states_->expect_order(step_order_);
+  }
+  seen_order_.clear();
+  return r;
 }
 
 bool Trainer::local_gradients_next() const {

@@ -37,6 +37,10 @@ struct TrainerOptions {
   optim::OneBitLambHyper onebit_lamb;
   optim::ScheduleSpec schedule;
   double max_grad_norm = 0.0;  // 0: no clipping
+  // The caller updates each unit with step_unit as soon as its gradient is final (in the last
+  // micro-batch's backward: strata.optimizer_in_backward); step() updates the units it did not
+  // and finishes the step. AdamW, AdamW8bit and SGD, without clipping or fp16.
+  bool step_in_backward = false;
   Precision precision = Precision::f32;
   double static_loss_scale = 0.0;  // fp16 only; 0 = dynamic
   precision::DynamicLossScalerOptions dynamic_scaler;
@@ -128,11 +132,29 @@ class Trainer {
   // Forgets the noted shares (the gradients were zeroed or changed after the notes).
   void forget_final_gradients();
 
+  // step_in_backward: unit u's owned gradient slice `owned` (resident) is final for this step.
+  // Updates the unit now, as step() would (same kernels, rate and update count), and notes its
+  // share of the gradient norm; the caller need not keep the gradient. step() then updates the
+  // units left and finishes the step. The optimizer-state store reads ahead in the order the
+  // last step updated its units (first step: n-1..0, backward's order).
+  void step_unit(std::size_t u, const Tensor& owned);
+  // Units step_unit has updated since the last step(): after one, this step cannot be redone.
+  std::size_t units_stepped() const { return stepped_count_; }
+  // Units the last step() found updated by step_unit (the rest it updated itself).
+  std::size_t last_updated_in_backward() const { return last_in_backward_; }
+
  private:
   double grad_sum_squares(std::size_t unit) const;
   double grad_sum_squares_of(std::size_t unit, const Tensor& owned) const;
   bool grads_overflow() const;
   void step_elementwise(std::int64_t k, double lr, float grad_scale);
+  // One unit of step_elementwise (step_on_meta): its gradient is `grad` when given (resident),
+  // else acquired from the store.
+  void update_unit(std::size_t u, std::int64_t k, double lr, float grad_scale, const Tensor* grad);
+  void meta_unit(std::size_t u, bool overwrite, const Tensor* grad);
+  // step_unit's update of unit u for update k.
+  void update_in_backward(std::size_t u, const Tensor& grad);
+  StepResult finish_step_in_backward();
   void step_onebit_frozen(double lr, float grad_scale);
   void step_on_meta();
 
@@ -147,6 +169,9 @@ class Trainer {
   std::unique_ptr<OneBitLambStep> onebit_lamb_;
   std::int64_t updates_ = 0;
   std::vector<std::optional<double>> noted_ss_;  // per unit: note_final_gradient's share
+  std::vector<bool> stepped_;                     // step_in_backward: updated in this step
+  std::size_t stepped_count_ = 0, last_in_backward_ = 0;
+  std::vector<std::size_t> step_order_, seen_order_;  // the last step's order; this step's so far
 };
 
 // "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam", "OneBitLamb" (as in the

@@ -52,9 +52,21 @@ DataParallelEngine::DataParallelEngine(Group dp, nn::Model& model, nn::ParamStor
                opts.accumulation);
   if (pipeline.stage)
     pipe_ = std::make_unique<PipelineExecutor>(std::move(pipeline), store, hooks_, opts.accumulation);
-  else  // (a pipeline changes tied gradients after their reduction: its norm reads them)
-    hooks_.on_reduced_gradient(
-        [this](std::size_t u, const Tensor& owned) { trainer_.note_final_gradient(u, owned); });
+  STRATA_CHECK(!trainer.options().step_in_backward ||
+                   (!pipe_ && hooks_.stage() >= 1 && !opts.recover_oom),
+               "engine", "updating units in backward needs ZeRO stage >= 1 (stage {}), no pipeline "
+               "and no out-of-memory recovery (a step cannot be redone after an update)",
+               hooks_.stage());
+  if (trainer.options().step_in_backward)  // each unit updated where its gradient is complete
+    hooks_.on_reduced_gradient([this](std::size_t u, const Tensor& owned) {
+      trainer_.step_unit(u, owned);
+      return true;
+    });
+  else if (!pipe_)  // (a pipeline changes tied gradients after their reduction: its norm reads them)
+    hooks_.on_reduced_gradient([this](std::size_t u, const Tensor& owned) {
+      trainer_.note_final_gradient(u, owned);
+      return false;
+    });
   ctx_.hooks = &hooks_;
   // Host memory of the job's ledger: the data's micro-batch is part of what a rank holds.
   batch_ = nn::Batch(model.batch_fields(opts.micro_batch),

@@ -247,11 +247,11 @@ void ZeroHooks::complete_reductions(std::size_t keep) {
     wait(p.work);
     scale(p.out, post_scale_);
     // The owned slice, on the device or in the gradient store (read, updated, written back).
-    const nn::GradShardScope held(store_, p.unit, /*dirty=*/true);
+    nn::GradShardScope held(store_, p.unit, /*dirty=*/true);
     Tensor shard = held.get();
     if (opts_.stage == 1) shard.copy_from(p.out);  // the reduced owned slice replaces the local one
     else ops::add_inplace(shard, p.out);           // accumulate micro-batches
-    if (reduced_gradient_ && sync_) reduced_gradient_(p.unit, shard);
+    if (reduced_gradient_ && sync_ && reduced_gradient_(p.unit, shard)) held.discard_changes();
   }
   pending_.erase(pending_.begin(), done);
 }

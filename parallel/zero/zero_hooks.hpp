@@ -73,8 +73,10 @@ class ZeroHooks : public nn::UnitHooks {
   void set_sync(bool sync) { sync_ = sync; }  // true on the accumulation's last micro-batch
   // Called with unit u's owned gradient slice, while it is resident, when the reduction of the
   // accumulation's last micro-batch (set_sync) has been written into it (stage 1-3): the step's
-  // final gradients. The engine passes it to Trainer::note_final_gradient.
-  void on_reduced_gradient(std::function<void(std::size_t, const Tensor&)> f) {
+  // final gradients. The engine passes it to Trainer::note_final_gradient, or with
+  // strata.optimizer_in_backward to Trainer::step_unit. Returns true when the gradient was
+  // consumed: an offloaded one is then not written back (zero_grads after the step forgets it).
+  void on_reduced_gradient(std::function<bool(std::size_t, const Tensor&)> f) {
     reduced_gradient_ = std::move(f);
   }
   // Stage 0 only: false leaves this step's gradients unreduced, each rank's own (1-bit Adam past
@@ -146,7 +148,7 @@ class ZeroHooks : public nn::UnitHooks {
   ZeroOptions opts_;
   bool sync_ = true;
   bool reduce_grads_ = true;
-  std::function<void(std::size_t, const Tensor&)> reduced_gradient_;
+  std::function<bool(std::size_t, const Tensor&)> reduced_gradient_;
   std::vector<bool> reduced_;  // unit's reduction launched in this micro-batch/step
   std::vector<bool> stashed_;  // unit's unreduced gradient is in the gradient store (ZeRO-1)
   std::vector<Work> allreduce_inflight_;

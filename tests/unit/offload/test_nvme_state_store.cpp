@@ -152,6 +152,56 @@ TEST(NvmeStateStore, ReadsAheadSoTheUpdateOfAUnitRarelyWaits) {
   EXPECT_EQ(s.bytes_written, 3 * n * packed_bytes(5000, true, true));
 }
 
+TEST(NvmeStateStore, ReadsAheadInTheExpectedOrder) {
+  // The Trainer updating units in backward touches them n-1..0: expect_order makes the store read
+  // ahead in that order (wrapping into the next step), so every acquire is a hit again; without
+  // it the store reads ahead 0..n-1 and the reversed acquires mostly miss. Contents round-trip.
+  const std::size_t n = 8;
+  std::vector<std::size_t> backward;
+  for (std::size_t u = n; u-- > 0;) backward.push_back(u);
+  for (const bool expect : {true, false}) {
+    ScratchDir dir(expect ? "order" : "noorder");
+    MemoryLedger ledger;
+    SwapperOptions o;
+    o.dir = dir.str();
+    o.buffer_count = 3;
+    o.ledger = &ledger;
+    NvmeStateStore nvme(o);
+    HostStateStore ref(false, &ledger);
+    for (std::size_t u = 0; u < n; ++u) {
+      nvme.create(u, {5000, true, true}, initial_values(5000, u, DType::bf16));
+      ref.create(u, {5000, true, true}, initial_values(5000, u, DType::bf16));
+    }
+    if (expect) nvme.expect_order(backward);
+    nvme.swapper().reset_stats();
+    for (int step = 1; step <= 3; ++step) {
+      nvme.begin_step();
+      for (std::size_t u : backward) {
+        update(nvme.acquire(u), step, u);
+        nvme.release(u, true);
+        update(ref.acquire(u), step, u);
+      }
+      nvme.end_step();
+    }
+    const SwapStats s = nvme.swapper().stats();
+    if (expect) EXPECT_EQ(s.hits, 3 * n);
+    else EXPECT_LT(s.hits, 2 * n) << "reversed acquires found read ahead without expect_order";
+    for (std::size_t u = 0; u < n; ++u) {
+      const train::UnitOptimizerState& a = nvme.acquire(u);
+      const train::UnitOptimizerState& b = ref.acquire(u);
+      EXPECT_TRUE(same(a.master, b.master) && same(a.m, b.m) && same(a.v, b.v)) << "unit " << u;
+      nvme.release(u, false);
+    }
+  }
+  ScratchDir dir("badorder");
+  SwapperOptions o;
+  o.dir = dir.str();
+  NvmeStateStore nvme(o);
+  for (std::size_t u = 0; u < 3; ++u) nvme.create(u, {100, false, true}, initial_values(100, u, DType::f32));
+  EXPECT_THROW(nvme.expect_order({0, 1}), Error);
+  EXPECT_THROW(nvme.expect_order({0, 1, 1}), Error);
+}
+
 TEST(NvmeStateStore, ReadOfAUnitWaitsForItsOwnWriteBackOnASlowDisk) {
   // Writes are slowed down (the hook sleeps) so that a unit evicted right after its release is
   // re-read while its write-back is still in flight: the read must come after that write.

@@ -171,6 +171,56 @@ TEST(NvmeValueShardStore, ReadsAheadWhatTheCallerExpects) {
   EXPECT_LE(s.swapper().stats().reads, 5u);
 }
 
+// The optimizer updating units in backward (strata.optimizer_in_backward) overwrites unit u+1's
+// slice while backward's gathers read u, u-1, ... ahead: the overwrite keeps that expectation and
+// takes a buffer holding none of the units read ahead, so every gather still finds its slice read
+// ahead and no slice is read twice.
+TEST(NvmeValueShardStore, AnOverwriteBesideExpectedReadsKeepsThem) {
+  ScratchDir dir("beside");
+  MemoryLedger ledger;
+  SwapperOptions o;
+  o.dir = dir.str();
+  o.buffer_count = 4;
+  o.ledger = &ledger;
+  NvmeValueShardStore s(o);
+  const std::size_t n = 8;
+  for (std::size_t u = 0; u < n; ++u) s.create(u, 5000, DType::bf16);
+  for (std::size_t u = 0; u < n; ++u) {
+    fill(s.acquire(u), 1, u);
+    s.release(u, true);
+  }
+  s.flush();
+  std::vector<std::size_t> backward;
+  for (std::size_t u = n; u-- > 0;) backward.push_back(u);
+  std::uint64_t unread = 0;  // the units the writes above did not leave in a buffer
+  for (std::size_t u = 0; u < n; ++u) unread += s.swapper().resident(u) ? 0 : 1;
+  ASSERT_GT(unread, 2u);
+  s.swapper().reset_stats();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t u = backward[i];
+    // What the hooks do before each backward: the uses from here on.
+    s.expect(std::vector<std::size_t>(backward.begin() + static_cast<std::ptrdiff_t>(i), backward.end()));
+    Tensor t = s.acquire(u);
+    EXPECT_EQ(t.to_vector(), expected(t, 1, u)) << "unit " << u;
+    s.release(u, false);
+    if (u + 1 < n) {  // the previous unit's update
+      fill(s.acquire_to_overwrite(u + 1), 2, u + 1);
+      s.release(u + 1, true);
+    }
+  }
+  fill(s.acquire_to_overwrite(0), 2, 0);
+  s.release(0, true);
+  const SwapStats st = s.swapper().stats();
+  EXPECT_GE(st.hits, n - 1) << "the overwrites dropped the gathers' read-ahead";
+  EXPECT_EQ(st.reads, unread) << "a slice read ahead was evicted by an overwrite and read again";
+  s.flush();
+  for (std::size_t u = 0; u < n; ++u) {
+    Tensor t = s.acquire(u);
+    EXPECT_EQ(t.to_vector(), expected(t, 2, u)) << "unit " << u;
+    s.release(u, false);
+  }
+}
+
 TEST(ValueShardStores, ConfigPicksTheStore) {
   ScratchDir dir("paramcfg");
   config::Config c;
