@@ -93,6 +93,18 @@ int Swapper::pick_slot(const std::vector<std::size_t>& keep) const {
   return best;
 }
 
+int Swapper::furthest_of(const std::vector<std::size_t>& keep) const {
+  int best = -1;
+  std::ptrdiff_t best_at = -1;
+  for (int i = 0; i < static_cast<int>(slots_.size()); ++i) {
+    const Slot& s = slots_[static_cast<std::size_t>(i)];
+    if (s.in_use || s.unit < 0) continue;
+    const auto at = std::find(keep.begin(), keep.end(), static_cast<std::size_t>(s.unit)) - keep.begin();
+    if (at > best_at) best = i, best_at = at;
+  }
+  return best;
+}
+
 void Swapper::attach(std::size_t u, int si, bool read) {
   Slot& s = slots_[static_cast<std::size_t>(si)];
   Unit& un = units_[u];
@@ -123,6 +135,7 @@ std::byte* Swapper::acquire(std::size_t u, bool fresh, const std::vector<std::si
   ++stats_.acquires;
   if (un.slot < 0) {
     int s = keep.empty() ? -1 : pick_slot(keep);
+    if (s < 0 && !keep.empty()) s = furthest_of(keep);  // the read-ahead needed last
     if (s < 0) s = pick_slot({});
     if (s < 0)
       fail("offload", "all {} buffers of {} are in use: release a unit before acquiring unit {}",

@@ -52,7 +52,8 @@ class Swapper {
   std::size_t add_unit(std::uint64_t bytes);
   // Makes unit u resident and returns its buffer, writable until release(u). `fresh`: the caller
   // overwrites the whole unit, so it is not read. A buffer holding none of `keep` is preferred
-  // when u is not resident (the units read ahead for other callers).
+  // when u is not resident (the units read ahead for other callers, in the order they need
+  // them); else the one holding the unit needed last.
   std::byte* acquire(std::size_t u, bool fresh = false, const std::vector<std::size_t>& keep = {});
   // Done with unit u; `dirty`: write back its first `write_bytes` bytes (rounded up to 4096;
   // default all of it).
@@ -91,6 +92,8 @@ class Swapper {
   };
 
   int pick_slot(const std::vector<std::size_t>& keep) const;
+  // The idle slot whose unit comes last in `keep` (or is not in it); -1 if none is idle.
+  int furthest_of(const std::vector<std::size_t>& keep) const;
   void attach(std::size_t u, int s, bool read);
   void wait_ticket(AioQueue::Ticket t, bool is_write);
   void check_ok() const;

@@ -88,7 +88,8 @@ void NvmeValueShardStore::expect_overwrites(std::vector<std::size_t> upcoming) {
 void NvmeValueShardStore::read_ahead() {
   if (overwrites_) return;
   std::vector<std::size_t> next;
-  for (std::size_t i = next_; i < expected_.size() && next.size() + 1 < static_cast<std::size_t>(swapper_.buffer_count()); ++i)
+  const auto limit = static_cast<std::size_t>(swapper_.buffer_count());
+  for (std::size_t i = next_; i < expected_.size() && next.size() + 1 + spare_ < limit; ++i)
     if (!units_[expected_[i]].zero && std::find(next.begin(), next.end(), expected_[i]) == next.end())
       next.push_back(expected_[i]);
   if (!next.empty()) swapper_.prefetch(next);
@@ -104,12 +105,15 @@ Tensor NvmeValueShardStore::acquire_unit(std::size_t u, bool overwrite) {
   // callers went elsewhere, and nothing more is read ahead until they say what comes next —
   // except an overwrite beside expected reads (the optimizer updating a unit in backward while
   // the gathers read ahead): it reads nothing, so the reads stay expected, and it takes a buffer
-  // that holds none of the units still expected (the unit just gathered left one).
+  // that holds none of the units still expected; from then on one buffer is kept out of the
+  // read-ahead for it (else the read-ahead fills every buffer the gathers do not hold, and the
+  // overwrite would evict a slice read ahead, to be read again).
   std::vector<std::size_t> keep;
   if (next_ < expected_.size() && expected_[next_] == u) {
     ++next_;
   } else if (overwrite && !overwrites_ && next_ < expected_.size()) {
     keep.assign(expected_.begin() + static_cast<std::ptrdiff_t>(next_), expected_.end());
+    spare_ = 1;
   } else {
     expected_.clear(), next_ = 0, overwrites_ = false;
   }

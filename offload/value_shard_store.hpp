@@ -83,6 +83,7 @@ class NvmeValueShardStore final : public ValueShardStore {
   std::vector<std::size_t> expected_;  // units the callers will acquire next, in order
   std::size_t next_ = 0;               // position in expected_ of the next acquire
   bool overwrites_ = false;            // expected_ will be overwritten: nothing to read ahead
+  std::size_t spare_ = 0;              // buffers kept out of the read-ahead (for overwrites)
   Tensor acquire_unit(std::size_t u, bool overwrite);
 };
 

@@ -1,7 +1,8 @@
 // Trainer: the optimizer side of a training step over a ParamStore's flat units — fp32 master
 // weights for 16-bit parameters, optimizer moments, loss-scale unscaling and overflow skipping,
 // global-norm clipping, the LR schedule. Model forward/backward and gradient accumulation are the
-// caller's: run micro-batches, then call step().
+// caller's: run micro-batches, then call step() (or, updating in backward, step_unit for each
+// unit whose gradient is final, then step()).
 #pragma once
 
 #include <cstdint>
@@ -91,7 +92,8 @@ class Trainer {
   // The factor backward passes multiply d(loss) by (loss scale for fp16, else 1).
   float loss_scale() const;
   // After the micro-batches' gradients are accumulated: unscale, check overflow, clip, update,
-  // write back 16-bit parameters, zero gradients, advance the schedule.
+  // write back 16-bit parameters, zero gradients, advance the schedule. With step_in_backward:
+  // updates the units step_unit did not, then the rest of the above.
   StepResult step();
   // Applied optimizer updates so far.
   std::int64_t updates() const { return updates_; }

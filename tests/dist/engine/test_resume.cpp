@@ -2,7 +2,8 @@
 // engine and sampler that load the step-10 checkpoint and train 10 steps — every loss and the final
 // masters and moments bitwise — at ZeRO stages 0-3, fp32 and bf16 (plus fp16 with a moving loss
 // scale, SGD momentum, and a background save), on a shuffled token file that crosses epochs;
-// also with the optimizer state and gradients offloaded to the host or NVMe (ZeRO 1-3).
+// also with the optimizer state and gradients offloaded to the host or NVMe (ZeRO 1-3), and with
+// the units updated in backward (strata.optimizer_in_backward).
 #include <gtest/gtest.h>
 
 #include "tests/dist/engine/test_resume_fixture.hpp"
@@ -19,6 +20,7 @@ struct ResumeCase {
   bool sgd = false;
   bool async = false;
   config::OffloadDevice offload = config::OffloadDevice::none;
+  bool in_backward = false;  // strata.optimizer_in_backward (no clipping)
 };
 
 class BitExactResume : public ::testing::TestWithParam<ResumeCase> {};
@@ -32,6 +34,10 @@ TEST_P(BitExactResume, TwentyStepsEqualTenSaveLoadTen) {
   spec.dtype = c.dtype;
   spec.stage = c.stage;
   spec.trainer = trainer_options(c.dtype, c.sgd);
+  if (c.in_backward) {
+    spec.trainer.step_in_backward = true;
+    spec.trainer.max_grad_norm = 0;
+  }
   // 50 windows of 16 tokens: the 4..16 rows per step cross epochs, so the shuffle's epoch matters.
   spec.tokens = write_tokens(w, tmp.sub("train.tok"), spec.model.vocab_size, 801);
   const int steps = 20, half = 10;
@@ -81,7 +87,8 @@ std::string case_name(const ::testing::TestParamInfo<ResumeCase>& i) {
          (i.param.sgd ? "_sgd" : "") + (i.param.async ? "_async" : "") +
          (i.param.offload == config::OffloadDevice::none
               ? ""
-              : "_offload_" + std::string(config::to_string(i.param.offload)));
+              : "_offload_" + std::string(config::to_string(i.param.offload))) +
+         (i.param.in_backward ? "_in_backward" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, BitExactResume,
@@ -98,7 +105,11 @@ INSTANTIATE_TEST_SUITE_P(Stages, BitExactResume,
                                            ResumeCase{2, DType::f32, false, false,
                                                       config::OffloadDevice::cpu},
                                            ResumeCase{3, DType::bf16, false, false,
-                                                      config::OffloadDevice::nvme}),
+                                                      config::OffloadDevice::nvme},
+                                           ResumeCase{1, DType::f32, false, false,
+                                                      config::OffloadDevice::none, true},
+                                           ResumeCase{3, DType::bf16, false, false,
+                                                      config::OffloadDevice::nvme, true}),
                          case_name);
 
 }  // namespace test_resume

@@ -145,6 +145,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
       break;
   }
   cfg.gradient_clipping = o.max_grad_norm;
+  cfg.strata.optimizer_in_backward = o.step_in_backward;
   cfg.bf16.enabled = dt == DType::bf16;
   cfg.fp16.enabled = dt == DType::f16;
   cfg.fp16.loss_scale = o.static_loss_scale;

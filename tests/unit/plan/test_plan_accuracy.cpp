@@ -1,7 +1,7 @@
 // The memory planner's prediction against the ledger's measured peak: for configurations spanning
 // ZeRO stages, optimizer and parameter offload (host and NVMe), activation checkpointing,
 // micro-batch, accumulation, dtypes and optimizers (AdamW, SGD, AdamW8bit, Adafactor), gradient
-// offload, every tier's planned peak is within 5% of the
+// offload, updates in backward, every tier's planned peak is within 5% of the
 // peak a real run of the same steps reaches.
 #include <gtest/gtest.h>
 
@@ -61,6 +61,16 @@ const Case kCases[] = {
     {"Stage1NvmeOptimizerAccumulation2", {"zero_optimization.stage=1", "gradient_accumulation_steps=2",
                                           "zero_optimization.offload_optimizer.device=nvme",
                                           "zero_optimization.offload_optimizer.nvme_path=NVME"}},
+    // Updates in backward: the optimizer's buffers and workspace beside backward's activations.
+    {"Stage2InBackwardBf16", {"zero_optimization.stage=2", "bf16.enabled=true",
+                              "strata.optimizer_in_backward=true"}},
+    {"Stage3NvmeEverythingInBackwardAdamW8bit", {"zero_optimization.stage=3", "bf16.enabled=true",
+                                                 "optimizer.type=AdamW8bit",
+                                                 "strata.optimizer_in_backward=true",
+                                                 "zero_optimization.offload_optimizer.device=nvme",
+                                                 "zero_optimization.offload_optimizer.nvme_path=NVME",
+                                                 "zero_optimization.offload_param.device=nvme",
+                                                 "zero_optimization.offload_param.nvme_path=NVME"}},
 };
 
 class PlanAccuracy : public ::testing::TestWithParam<Case> {};
