@@ -124,6 +124,21 @@ INSTANTIATE_TEST_SUITE_P(Buffers, NvmeRoundTrip,
                                            Case{3, false, false}, Case{4, true, false}),
                          case_name);
 
+// Steps 1..steps of updates touching the units in `order`, as the Trainer does; `ref`, when given,
+// is updated alike.
+void run_steps(NvmeStateStore& nvme, const std::vector<std::size_t>& order, int steps,
+               HostStateStore* ref = nullptr) {
+  for (int step = 1; step <= steps; ++step) {
+    nvme.begin_step();
+    for (std::size_t u : order) {
+      update(nvme.acquire(u), step, u);
+      nvme.release(u, true);
+      if (ref) update(ref->acquire(u), step, u);
+    }
+    nvme.end_step();
+  }
+}
+
 TEST(NvmeStateStore, ReadsAheadSoTheUpdateOfAUnitRarelyWaits) {
   // With enough buffers for the next units, every acquire after the first of a step finds its
   // unit already read (or being read): hits count acquires that found the unit attached.
@@ -138,14 +153,9 @@ TEST(NvmeStateStore, ReadsAheadSoTheUpdateOfAUnitRarelyWaits) {
   for (std::size_t u = 0; u < n; ++u)
     nvme.create(u, {5000, true, true}, initial_values(5000, u, DType::bf16));
   nvme.swapper().reset_stats();
-  for (int step = 1; step <= 3; ++step) {
-    nvme.begin_step();
-    for (std::size_t u = 0; u < n; ++u) {
-      update(nvme.acquire(u), step, u);
-      nvme.release(u, true);
-    }
-    nvme.end_step();
-  }
+  std::vector<std::size_t> order;
+  for (std::size_t u = 0; u < n; ++u) order.push_back(u);
+  run_steps(nvme, order, 3);
   const SwapStats s = nvme.swapper().stats();
   EXPECT_EQ(s.hits, 3 * n);  // every unit was read ahead
   EXPECT_EQ(s.writes, 3 * n);
@@ -162,11 +172,7 @@ TEST(NvmeStateStore, ReadsAheadInTheExpectedOrder) {
   for (const bool expect : {true, false}) {
     ScratchDir dir(expect ? "order" : "noorder");
     MemoryLedger ledger;
-    SwapperOptions o;
-    o.dir = dir.str();
-    o.buffer_count = 3;
-    o.ledger = &ledger;
-    NvmeStateStore nvme(o);
+    NvmeStateStore nvme(test::small_swapper(dir, 3, &ledger));
     HostStateStore ref(false, &ledger);
     for (std::size_t u = 0; u < n; ++u) {
       nvme.create(u, {5000, true, true}, initial_values(5000, u, DType::bf16));
@@ -174,15 +180,7 @@ TEST(NvmeStateStore, ReadsAheadInTheExpectedOrder) {
     }
     if (expect) nvme.expect_order(backward);
     nvme.swapper().reset_stats();
-    for (int step = 1; step <= 3; ++step) {
-      nvme.begin_step();
-      for (std::size_t u : backward) {
-        update(nvme.acquire(u), step, u);
-        nvme.release(u, true);
-        update(ref.acquire(u), step, u);
-      }
-      nvme.end_step();
-    }
+    run_steps(nvme, backward, 3, &ref);
     const SwapStats s = nvme.swapper().stats();
     if (expect) EXPECT_EQ(s.hits, 3 * n);
     else EXPECT_LT(s.hits, 2 * n) << "reversed acquires found read ahead without expect_order";
@@ -194,9 +192,8 @@ TEST(NvmeStateStore, ReadsAheadInTheExpectedOrder) {
     }
   }
   ScratchDir dir("badorder");
-  SwapperOptions o;
-  o.dir = dir.str();
-  NvmeStateStore nvme(o);
+  MemoryLedger ledger;
+  NvmeStateStore nvme(test::small_swapper(dir, 2, &ledger));
   for (std::size_t u = 0; u < 3; ++u) nvme.create(u, {100, false, true}, initial_values(100, u, DType::f32));
   EXPECT_THROW(nvme.expect_order({0, 1}), Error);
   EXPECT_THROW(nvme.expect_order({0, 1, 1}), Error);

@@ -128,6 +128,16 @@ TEST(ValueShardStores, WorkspaceForASliceGoesToTheStoresLedger) {
 // The store reads ahead exactly the units its caller says come next (expect()), so every acquire
 // of a forward, backward and optimizer pass finds its unit resident or in flight; without an
 // expectation, or once the caller goes elsewhere, it reads nothing ahead.
+// n units of 5000 bf16 elements, each written with step 1's values, the writes complete.
+void write_units(NvmeValueShardStore& s, std::size_t n) {
+  for (std::size_t u = 0; u < n; ++u) s.create(u, 5000, DType::bf16);
+  for (std::size_t u = 0; u < n; ++u) {
+    fill(s.acquire(u), 1, u);
+    s.release(u, true);
+  }
+  s.flush();
+}
+
 TEST(NvmeValueShardStore, ReadsAheadWhatTheCallerExpects) {
   ScratchDir dir("paramsdir");
   MemoryLedger ledger;
@@ -137,12 +147,7 @@ TEST(NvmeValueShardStore, ReadsAheadWhatTheCallerExpects) {
   o.ledger = &ledger;
   NvmeValueShardStore s(o);
   const std::size_t n = 8;
-  for (std::size_t u = 0; u < n; ++u) s.create(u, 5000, DType::bf16);
-  for (std::size_t u = 0; u < n; ++u) {
-    fill(s.acquire(u), 1, u);
-    s.release(u, true);
-  }
-  s.flush();
+  write_units(s, n);
   // Forward 0..n-1, backward n-1..0, optimizer 0..n-1, as the engine's schedule says.
   std::vector<std::size_t> order;
   for (std::size_t u = 0; u < n; ++u) order.push_back(u);
@@ -180,18 +185,9 @@ TEST(NvmeValueShardStore, ReadsAheadWhatTheCallerExpects) {
 TEST(NvmeValueShardStore, AnOverwriteBesideExpectedReadsKeepsThem) {
   ScratchDir dir("beside");
   MemoryLedger ledger;
-  SwapperOptions o;
-  o.dir = dir.str();
-  o.buffer_count = 4;
-  o.ledger = &ledger;
-  NvmeValueShardStore s(o);
+  NvmeValueShardStore s(test::small_swapper(dir, 4, &ledger));
   const std::size_t n = 12;
-  for (std::size_t u = 0; u < n; ++u) s.create(u, 5000, DType::bf16);
-  for (std::size_t u = 0; u < n; ++u) {
-    fill(s.acquire(u), 1, u);
-    s.release(u, true);
-  }
-  s.flush();
+  write_units(s, n);
   std::vector<std::size_t> backward;
   for (std::size_t u = n; u-- > 0;) backward.push_back(u);
   std::uint64_t unread = 0;  // the units the writes above did not leave in a buffer
