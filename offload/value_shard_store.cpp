@@ -157,10 +157,15 @@ std::unique_ptr<ValueShardStore> make_grad_shard_store(const config::Config& cfg
     case config::OffloadDevice::cpu:
       return std::make_unique<HostValueShardStore>(oo.pin_memory, memory.ledger, Category::grads,
                                                    memory.device.is_meta());
-    case config::OffloadDevice::nvme:
+    case config::OffloadDevice::nvme: {
+      // Updating in backward without accumulation, a gradient is never written or read: the
+      // store only stages each unit's reduction, one unit at a time.
+      const bool staging_only = cfg.strata.optimizer_in_backward && cfg.gradient_accumulation_steps <= 1;
+      const std::int64_t buffers = staging_only ? std::min<std::int64_t>(2, oo.buffer_count)
+                                                : oo.buffer_count;
       return std::make_unique<NvmeValueShardStore>(
-          swapper_options(cfg, oo.nvme_path, rank, oo.buffer_count, oo.pin_memory, memory),
-          Category::grads);
+          swapper_options(cfg, oo.nvme_path, rank, buffers, oo.pin_memory, memory), Category::grads);
+    }
   }
   return nullptr;
 }

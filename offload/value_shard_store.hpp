@@ -92,7 +92,8 @@ std::unique_ptr<ValueShardStore> make_value_shard_store(const config::Config& cf
                                                         const TensorOptions& memory);
 // The gradient store that offload_optimizer implies (gradient offload): nullptr for "none",
 // host memory for "cpu", a "grads" swap file under offload_optimizer.nvme_path for "nvme" (with
-// offload_optimizer's buffer_count and pin_memory).
+// offload_optimizer's buffer_count and pin_memory; 2 buffers when strata.optimizer_in_backward
+// without accumulation consumes every gradient where it is reduced).
 std::unique_ptr<ValueShardStore> make_grad_shard_store(const config::Config& cfg, int rank,
                                                        const TensorOptions& memory);
 
