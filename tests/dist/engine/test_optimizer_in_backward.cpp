@@ -4,7 +4,8 @@
 // state on the device, in host memory and on NVMe, parameters on NVMe: losses, gradient norms,
 // learning rates, master weights and parameters bitwise those of the step after backward (the
 // same kernels on the same gradients; only the order of the units' updates differs), with every
-// unit updated in backward. Offloaded gradients are then never written. N ranks match one rank.
+// unit updated in backward. Offloaded gradients are then never written. N ranks match one rank;
+// with tensor parallelism (2 parts) every part is bitwise the step after backward too.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -145,6 +146,35 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{3, 1, DType::bf16, OptimizerKind::adamw8bit, OffloadDevice::nvme, true},
                       Case{3, 1, DType::bf16, OptimizerKind::adamw, OffloadDevice::nvme, true, false}),
     case_name);
+
+// Tensor-parallel parts (tp 2, ZeRO sharding each part over the rest): updating in backward is
+// bitwise the step after backward on every part.
+TEST(OptimizerInBackwardTensorParallel, BitwiseLikeTheStepAfterBackward) {
+  const auto& w = world();
+  if (w.size() % 2 != 0) GTEST_SKIP() << "tensor parallelism over 2 parts needs an even rank count";
+  const int steps = 4;
+  nn::GptConfig c = tiny_gpt();
+  c.n_layer = 4;
+  offload::test::ScratchDir d_after("inbwd_tp_after"), d_in("inbwd_tp_in");
+  for (const Case& k : {Case{1, 1, DType::f32, OptimizerKind::adamw},
+                        Case{3, 2, DType::bf16, OptimizerKind::sgd, OffloadDevice::nvme, true}}) {
+    config::Config a_cfg = case_config(k, d_after.str(), false), b_cfg = case_config(k, d_in.str(), true);
+    a_cfg.strata.tensor_parallel_size = b_cfg.strata.tensor_parallel_size = 2;
+    Replica after(c, a_cfg, w);
+    Replica in(c, b_cfg, w);
+    const auto coords = in.training->grid().coords();
+    const int dp = in.training->grid().dp_size();
+    BatchFeed f0{dp, coords.dp, 2, c.block_size, c.vocab_size}, f1 = f0;
+    for (int s = 0; s < steps; ++s) {
+      const auto a = after.engine.train_step(std::ref(f0));
+      const auto b = in.engine.train_step(std::ref(f1));
+      ASSERT_EQ(b.loss, a.loss) << "stage " << k.stage << ", step " << s;
+      ASSERT_EQ(b.result.grad_norm, a.result.grad_norm) << "stage " << k.stage << ", step " << s;
+      EXPECT_EQ(in.trainer.last_updated_in_backward(), in.store.num_units());
+    }
+    EXPECT_EQ(in.value_shards(), after.value_shards()) << "stage " << k.stage;
+  }
+}
 
 // N ranks updating in backward train like one rank with N times the micro-batch (data
 // parallelism's usual tolerance: reductions sum in another order).
