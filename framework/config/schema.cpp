@@ -227,8 +227,8 @@ constexpr KeySpec kSchema[] = {
     {"strata.optimizer_in_backward", K::boolean, "false",
      "Update each unit as soon as its gradient is complete in the last micro-batch's backward "
      "(PyTorch's optimizer hooks in backward): offloaded gradients are never written, and "
-     "offloaded optimizer state moves while backward computes. Needs ZeRO stage >= 1, AdamW, "
-     "AdamW8bit or SGD, no gradient_clipping, no fp16, no pipeline, strata.memory.on_oom "
+     "offloaded optimizer state moves while backward computes. Needs ZeRO stage >= 1, Adam, "
+     "AdamW, AdamW8bit or SGD, no gradient_clipping, no fp16, no pipeline, strata.memory.on_oom "
      "\"fail\" (docs/offload.md)."},
     {"strata.activation_dtype", K::string, "\"auto\"",
      "Activations and their gradients: \"auto\" (16-bit with bf16/fp16 enabled, else f32) or "

@@ -222,9 +222,7 @@ StepResult Trainer::step() {
     // every unit's share was noted where its gradient was written; a unit another process also
     // counts (a pipeline's tied copy) is left out of the norm.
     const double s = noted ? *noted_ss_[u] : grad_sum_squares(u);
-    if (std::find(red_.counted_elsewhere.begin(), red_.counted_elsewhere.end(), u) ==
-        red_.counted_elsewhere.end())
-      ss += s;
+    if (counted_here(u)) ss += s;
   }
   forget_final_gradients();
   ss = red_.sum(ss);
@@ -258,13 +256,22 @@ StepResult Trainer::step() {
   } else {
     step_elementwise(k, r.lr, grad_scale);
   }
+  end_update();
+  return r;
+}
+
+bool Trainer::counted_here(std::size_t u) const {
+  return std::find(red_.counted_elsewhere.begin(), red_.counted_elsewhere.end(), u) ==
+         red_.counted_elsewhere.end();
+}
+
+void Trainer::end_update() {
   states_->end_step();
   // Offloaded parameter slices: this step's write-backs are complete (or their error thrown).
   if (const auto& vs = store_.options().value_store) vs->flush();
   if (scaler_) scaler_->update(false);
   store_.zero_grads();
   ++updates_;
-  return r;
 }
 
 // The memory planner's step (the meta device) for the optimizers whose kernels work on host
@@ -408,15 +415,10 @@ StepResult Trainer::finish_step_in_backward() {
   }
   double ss = 0;
   for (std::size_t u = 0; u < n; ++u)
-    if (std::find(red_.counted_elsewhere.begin(), red_.counted_elsewhere.end(), u) ==
-        red_.counted_elsewhere.end())
-      ss += noted_ss_.at(u).value();
+    if (counted_here(u)) ss += noted_ss_.at(u).value();
   forget_final_gradients();
   r.grad_norm = std::sqrt(red_.sum(ss));
-  states_->end_step();
-  if (const auto& vs = store_.options().value_store) vs->flush();
-  store_.zero_grads();
-  ++updates_;
+  end_update();
   stepped_.assign(n, false);
   stepped_count_ = 0;
   // The next step's read-ahead follows this step's order.

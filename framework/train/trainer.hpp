@@ -157,6 +157,11 @@ class Trainer {
   // step_unit's update of unit u for update k.
   void update_in_backward(std::size_t u, const Tensor& grad);
   StepResult finish_step_in_backward();
+  // Whether unit u counts in this process's gradient norm (ShardReductions::counted_elsewhere).
+  bool counted_here(std::size_t u) const;
+  // After an applied update: write-backs finished or left running as the stores do, the loss
+  // scale advanced, gradients zeroed, the update counted.
+  void end_update();
   void step_onebit_frozen(double lr, float grad_scale);
   void step_on_meta();
 

@@ -13,6 +13,7 @@
 #include "offload/nvme_state_store.hpp"
 #include "offload/value_shard_store.hpp"
 #include "tests/dist/comm/dist_env.hpp"
+#include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/engine/zero_fixture.hpp"
 #include "tests/unit/offload/offload_test_util.hpp"
 
@@ -192,14 +193,10 @@ TEST(OptimizerInBackwardRanks, NRanksMatchOneRank) {
     Replica ref(c, ref_cfg, w.split(w.rank(), 0, "self"));
     BatchFeed dp_feed{N, w.rank(), 2, c.block_size, c.vocab_size};
     BatchFeed ref_feed{1, 0, 2 * N, c.block_size, c.vocab_size};
-    for (int s = 0; s < steps; ++s) {
-      const auto a = dp.engine.train_step(std::ref(dp_feed));
-      const auto r = ref.engine.train_step(std::ref(ref_feed));
-      EXPECT_NEAR(a.loss, r.loss, 1e-6 * r.loss) << "stage " << stage << ", step " << s;
-      EXPECT_NEAR(a.result.grad_norm, r.result.grad_norm, 1e-5 * r.result.grad_norm)
-          << "stage " << stage << ", step " << s;
-      EXPECT_EQ(dp.trainer.last_updated_in_backward(), dp.store.num_units());
-    }
+    SCOPED_TRACE(fmt::format("stage {}", stage));
+    step_side_by_side(dp.engine, dp_feed, ref.engine, ref_feed, steps, /*norm_tolerance=*/1e-5);
+    EXPECT_EQ(dp.trainer.last_updated_in_backward(), dp.store.num_units());
+    EXPECT_EQ(ref.trainer.last_updated_in_backward(), ref.store.num_units());
     EXPECT_LT(rel_l2(dp.master_weights(), ref.master_weights()), 5e-6) << "stage " << stage;
   }
 }
