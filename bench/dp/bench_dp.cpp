@@ -22,6 +22,7 @@
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/memory/size.hpp"
+#include "bench/common/gpt_options.hpp"
 #include "framework/nn/gpt.hpp"
 #include "framework/nn/param_store.hpp"
 #include "parallel/comm/init.hpp"
@@ -51,11 +52,7 @@ int main(int argc, char** argv) {
   gc.vocab_size = 256;
   int micro = 2, iters = 10, warmup = 2, threads = 0;
   std::int64_t bucket = 500'000'000;
-  app.add_option("--layers", gc.n_layer, "transformer blocks");
-  app.add_option("--embd", gc.n_embd, "model width");
-  app.add_option("--heads", gc.n_head, "attention heads");
-  app.add_option("--seq", gc.block_size, "sequence length");
-  app.add_option("--vocab", gc.vocab_size, "vocabulary");
+  bench::add_gpt_shape_options(app, gc);
   app.add_option("--micro", micro, "micro-batch per rank");
   app.add_option("--iters", iters, "timed iterations (each runs all four measurements)");
   app.add_option("--warmup", warmup, "untimed iterations first");

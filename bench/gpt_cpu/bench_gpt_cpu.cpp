@@ -20,6 +20,7 @@
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/memory/ledger.hpp"
+#include "bench/common/gpt_options.hpp"
 #include "framework/nn/gpt.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/training.hpp"
@@ -77,11 +78,7 @@ int main(int argc, char** argv) {
   bool checkpointing = false;
   std::uint64_t seed = 1337;
   std::string dtype = "f32";
-  app.add_option("--layers", gc.n_layer, "transformer blocks");
-  app.add_option("--embd", gc.n_embd, "model width");
-  app.add_option("--heads", gc.n_head, "attention heads");
-  app.add_option("--seq", gc.block_size, "sequence length (= block size)");
-  app.add_option("--vocab", gc.vocab_size, "vocabulary size");
+  bench::add_gpt_shape_options(app, gc);
   app.add_option("--batch", batch, "micro-batch (sequences per step)");
   app.add_option("--steps", steps, "timed steps");
   app.add_option("--warmup", warmup, "untimed steps first");

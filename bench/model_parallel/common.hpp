@@ -12,6 +12,7 @@
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/batch.hpp"
+#include "bench/common/gpt_options.hpp"
 #include "framework/nn/gpt.hpp"
 #include "parallel/comm/group.hpp"
 
@@ -30,11 +31,7 @@ struct ModelParallelRun {
     gpt.vocab_size = 256;
   }
   void add_options(CLI::App& app) {
-    app.add_option("--layers", gpt.n_layer, "transformer blocks");
-    app.add_option("--embd", gpt.n_embd, "model width");
-    app.add_option("--heads", gpt.n_head, "attention heads (a multiple of the tensor-parallel size)");
-    app.add_option("--seq", gpt.block_size, "sequence length");
-    app.add_option("--vocab", gpt.vocab_size, "vocabulary (a multiple of the tensor-parallel size)");
+    add_gpt_shape_options(app, gpt, " (a multiple of the tensor-parallel size)");
     app.add_option("--micro", micro, "micro-batch (sequences)");
     app.add_option("--steps", steps, "timed steps per job per round");
     app.add_option("--warmup", warmup, "untimed steps per job before the first round");

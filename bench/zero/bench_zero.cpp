@@ -26,6 +26,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/memory/ledger.hpp"
 #include "framework/memory/size.hpp"
+#include "bench/common/gpt_options.hpp"
 #include "framework/nn/gpt.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/training.hpp"
@@ -92,11 +93,7 @@ int main(int argc, char** argv) {
   std::vector<int> stages{0, 1, 2, 3};
   std::int64_t bucket = 500'000'000;
   bool overlap = true;
-  app.add_option("--layers", gc.n_layer, "transformer blocks");
-  app.add_option("--embd", gc.n_embd, "model width");
-  app.add_option("--heads", gc.n_head, "attention heads");
-  app.add_option("--seq", gc.block_size, "sequence length");
-  app.add_option("--vocab", gc.vocab_size, "vocabulary");
+  bench::add_gpt_shape_options(app, gc);
   app.add_option("--micro", micro, "micro-batch per rank");
   app.add_option("--accum", accum, "gradient accumulation steps");
   app.add_option("--steps", steps, "timed steps per stage per round");
