@@ -27,15 +27,17 @@ void matmul(const float* A, const float* B, float* C, int M, int N, int K, bool 
 void linear_forward(const float* x, const float* W, const float* b, float* y, int N, int in,
                     int out);
 // dx[N,in] = dy @ W (dx may be null: skipped); dW[out,in] += dy^T @ x; db[out] += sum_rows(dy)
-// (db may be null).
+// (db may be null). With accumulate false, dW and db are overwritten instead (= in place of +=;
+// what they held is never read, so it may be uninitialised memory).
 void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
-                     float* db, int N, int in, int out);
+                     float* db, int N, int in, int out, bool accumulate = true);
 // The same with 16-bit weights W (bf16 or f16: wt), widened exactly where the product reads them
 // (no f32 copy of W is made): bitwise the f32 kernels on the widened W.
 void linear_forward_w16(const float* x, const std::uint16_t* W, DType wt, const float* b, float* y,
                         int N, int in, int out);
 void linear_backward_w16(const float* x, const std::uint16_t* W, DType wt, const float* dy,
-                         float* dx, float* dW, float* db, int N, int in, int out);
+                         float* dx, float* dW, float* db, int N, int in, int out,
+                         bool accumulate = true);
 
 // LayerNorm over the last dim C with eps; saves mean[N] and rstd[N] for backward.
 void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean,

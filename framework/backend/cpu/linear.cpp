@@ -46,23 +46,25 @@ void forward(const float* x, Weight W, const float* b, float* y, int N, int in, 
 }
 
 void backward(const float* x, Weight W, const float* dy, float* dx, float* dW, float* db, int N,
-              int in, int out) {
+              int in, int out, bool accumulate) {
   STRATA_CHECK(N >= 0 && in >= 0 && out >= 0, "cpu", "linear: negative size N={} in={} out={}", N,
                in, out);
   // dx[N,in] = dy[N,out] @ W[out,in]
   const Gemm gx{.M = N, .N = in, .K = out, .A = dy, .lda = std::max(1, out), .B = W.f32,
                 .B16 = W.w16, .b16_dtype = W.wt, .ldb = std::max(1, in), .C = dx,
                 .ldc = std::max(1, in)};
-  // dW[out,in] += dy^T @ x
+  // dW[out,in] += dy^T @ x (= when not accumulating: beta 0 never reads dW)
   const Gemm gw{.trans_a = true, .M = out, .N = in, .K = N, .A = dy, .lda = std::max(1, out),
-                .B = x, .ldb = std::max(1, in), .beta = 1.0f, .C = dW, .ldc = std::max(1, in)};
+                .B = x, .ldb = std::max(1, in), .beta = accumulate ? 1.0f : 0.0f, .C = dW,
+                .ldc = std::max(1, in)};
 
   constexpr int kBiasCols = 64;
-  // db[c0:c1] += column sums of dy, rows in order.
+  // db[c0:c1] += column sums of dy, rows in order (from 0 when not accumulating).
   auto bias_block = [&](int c0, int c1) {
     float acc[kBiasCols];
     const int w = c1 - c0;
-    std::copy(db + c0, db + c1, acc);
+    if (accumulate) std::copy(db + c0, db + c1, acc);
+    else std::fill(acc, acc + w, 0.0f);
     for (int r = 0; r < N; ++r) {
       const float* g = dy + static_cast<std::size_t>(r) * out + c0;
       for (int c = 0; c < w; ++c) acc[c] += g[c];
@@ -110,8 +112,8 @@ void linear_forward(const float* x, const float* W, const float* b, float* y, in
 }
 
 void linear_backward(const float* x, const float* W, const float* dy, float* dx, float* dW,
-                     float* db, int N, int in, int out) {
-  backward(x, Weight{.f32 = W}, dy, dx, dW, db, N, in, out);
+                     float* db, int N, int in, int out, bool accumulate) {
+  backward(x, Weight{.f32 = W}, dy, dx, dW, db, N, in, out, accumulate);
 }
 
 void linear_forward_w16(const float* x, const std::uint16_t* W, DType wt, const float* b, float* y,
@@ -121,9 +123,9 @@ void linear_forward_w16(const float* x, const std::uint16_t* W, DType wt, const 
 }
 
 void linear_backward_w16(const float* x, const std::uint16_t* W, DType wt, const float* dy,
-                         float* dx, float* dW, float* db, int N, int in, int out) {
+                         float* dx, float* dW, float* db, int N, int in, int out, bool accumulate) {
   check_weight(wt);
-  backward(x, Weight{.w16 = W, .wt = wt}, dy, dx, dW, db, N, in, out);
+  backward(x, Weight{.w16 = W, .wt = wt}, dy, dx, dW, db, N, in, out, accumulate);
 }
 
 }  // namespace strata::cpu

@@ -42,14 +42,14 @@ void Out32::commit() {
   tmp_ = {};
 }
 
-Acc32::Acc32(const Tensor& t) : t_(t) {
+Acc32::Acc32(const Tensor& t, bool overwrite) : t_(t) {
   if (!t.defined()) return;
   if (t.dtype() == DType::f32) {
     p_ = static_cast<float*>(t.raw());
     return;
   }
   tmp_ = workspace_like(t, t.shape());
-  tmp_.zero();
+  if (!overwrite) tmp_.zero();
   p_ = static_cast<float*>(tmp_.raw());
 }
 

@@ -46,9 +46,11 @@ class Out32 {
 
 // Accumulate access (kernels add into it): the f32 tensor itself, else a zeroed f32 workspace
 // that commit() adds into the 16-bit tensor (f32 sum, rounded once). Undefined → nullptr.
+// With `overwrite` the workspace is not zeroed: the kernel writes every element of it (linear's
+// dW and db with beta 0) and commit() adds it in the same way.
 class Acc32 {
  public:
-  explicit Acc32(const Tensor& t);
+  explicit Acc32(const Tensor& t, bool overwrite = false);
   float* get() const { return p_; }
   void commit();
 

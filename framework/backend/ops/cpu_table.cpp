@@ -137,14 +137,18 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, const T
                      const Tensor& dW, const Tensor& db) {
   In32 x32(x), w32(weight16(W) ? Tensor() : W), dy32(dy);
   Out32 dx32(dx);
-  Acc32 dw32(dW), db32(db);
+  // 16-bit gradients: the kernel writes dW and db into unzeroed workspaces (beta 0), which
+  // commit() then adds in; f32 ones (or a mix) it accumulates into directly.
+  auto sixteen = [](const Tensor& t) { return !t.defined() || t.dtype() != DType::f32; };
+  const bool overwrite = sixteen(dW) && sixteen(db);
+  Acc32 dw32(dW, overwrite), db32(db, overwrite);
   if (weight16(W))
     cpu::linear_backward_w16(x32.get(), static_cast<const std::uint16_t*>(W.raw()), W.dtype(),
                              dy32.get(), dx32.get(), dw32.get(), db32.get(), dim(x, 0), dim(x, 1),
-                             dim(W, 0));
+                             dim(W, 0), !overwrite);
   else
     cpu::linear_backward(x32.get(), w32.get(), dy32.get(), dx32.get(), dw32.get(), db32.get(),
-                         dim(x, 0), dim(x, 1), dim(W, 0));
+                         dim(x, 0), dim(x, 1), dim(W, 0), !overwrite);
   dx32.commit();
   dw32.commit();
   db32.commit();

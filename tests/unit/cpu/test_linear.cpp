@@ -164,6 +164,40 @@ TEST_P(Linear, SixteenBitWeightsEqualTheF32KernelsOnTheWidenedWeights) {
   EXPECT_THROW(linear_forward_w16(x.data(), w.data(), DType::f32, nullptr, y.data(), 2, 2, 2), Error);
 }
 
+// accumulate = false (how the ops give 16-bit gradients their f32 workspaces): dW and db are
+// written without being read — NaN-filled outputs come out bitwise equal to accumulating into
+// zeros — for f32 and 16-bit weights, with panel and k-block tails.
+TEST_P(Linear, BackwardWithoutAccumulatingOverwritesDwAndDb) {
+  for (LinearCase c : {LinearCase{3, 13, 7}, {37, 600, 70}, {64, 300, 530}}) {
+    const auto n_w = static_cast<std::size_t>(c.out) * c.in;
+    const auto x = randn(static_cast<std::size_t>(c.N) * c.in, 30);
+    const auto dy = randn(static_cast<std::size_t>(c.N) * c.out, 31);
+    std::vector<std::uint16_t> w16(n_w);
+    std::vector<float> wide(n_w);
+    convert(randn(n_w, 32, 0.2f).data(), DType::f32, w16.data(), DType::bf16, n_w);
+    convert(w16.data(), DType::bf16, wide.data(), DType::f32, n_w);
+    for (bool sixteen : {false, true}) {
+      auto dx1 = nan_filled(static_cast<std::size_t>(c.N) * c.in), dx2 = dx1;
+      std::vector<float> dW1(n_w, 0.0f), db1(static_cast<std::size_t>(c.out), 0.0f);
+      auto dW2 = nan_filled(n_w), db2 = nan_filled(static_cast<std::size_t>(c.out));
+      if (sixteen) {
+        linear_backward_w16(x.data(), w16.data(), DType::bf16, dy.data(), dx1.data(), dW1.data(),
+                            db1.data(), c.N, c.in, c.out);
+        linear_backward_w16(x.data(), w16.data(), DType::bf16, dy.data(), dx2.data(), dW2.data(),
+                            db2.data(), c.N, c.in, c.out, /*accumulate=*/false);
+      } else {
+        linear_backward(x.data(), wide.data(), dy.data(), dx1.data(), dW1.data(), db1.data(), c.N,
+                        c.in, c.out);
+        linear_backward(x.data(), wide.data(), dy.data(), dx2.data(), dW2.data(), db2.data(), c.N,
+                        c.in, c.out, /*accumulate=*/false);
+      }
+      EXPECT_TRUE(bitwise_equal(dx1, dx2)) << sixteen << " dx " << c.N << " " << c.in << " " << c.out;
+      EXPECT_TRUE(bitwise_equal(dW1, dW2)) << sixteen << " dW " << c.N << " " << c.in << " " << c.out;
+      EXPECT_TRUE(bitwise_equal(db1, db2)) << sixteen << " db " << c.N << " " << c.in << " " << c.out;
+    }
+  }
+}
+
 STRATA_INSTANTIATE_ISA(Matmul);
 STRATA_INSTANTIATE_ISA(Linear);
 
