@@ -30,14 +30,21 @@ HostValueShardStore::HostValueShardStore(bool pin_memory, MemoryLedger* ledger, 
 void HostValueShardStore::create(std::size_t u, std::int64_t elements, DType dtype) {
   STRATA_CHECK(u == units_.size(), "offload", "slice created out of order (unit {})", u);
   Unit un{HostBuffer(slice_bytes(elements, dtype), category_, pin_, ledger_, meta_), elements,
-          dtype};
+          dtype, /*zero=*/true};
   if (un.buf.data()) std::memset(un.buf.data(), 0, un.buf.size());
   units_.push_back(std::move(un));
 }
 
 Tensor HostValueShardStore::acquire(std::size_t u) {
-  const Unit& un = units_.at(u);
+  Unit& un = units_.at(u);
+  un.zero = false;  // the caller holds the memory itself: it may write without saying so
   return view(un.buf.data(), un.elements, un.dtype, un.buf.device(), ledger_);
+}
+
+void HostValueShardStore::zero(std::size_t u) {
+  Unit& un = units_.at(u);
+  if (un.buf.data()) std::memset(un.buf.data(), 0, un.buf.size());
+  un.zero = true;
 }
 
 std::string HostValueShardStore::where() const {

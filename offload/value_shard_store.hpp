@@ -29,6 +29,8 @@ class HostValueShardStore final : public ValueShardStore {
   void create(std::size_t u, std::int64_t elements, DType dtype) override;
   Tensor acquire(std::size_t u) override;
   void release(std::size_t, bool) override {}
+  void zero(std::size_t u) override;
+  bool is_zero(std::size_t u) const override { return units_.at(u).zero; }
   std::size_t num_units() const override { return units_.size(); }
   std::string where() const override;
 
@@ -37,6 +39,7 @@ class HostValueShardStore final : public ValueShardStore {
     HostBuffer buf;
     std::int64_t elements;
     DType dtype;
+    bool zero = true;  // holds zeros: created or zeroed, and not acquired since
   };
   bool pin_;
   bool meta_;
@@ -61,6 +64,7 @@ class NvmeValueShardStore final : public ValueShardStore {
   Tensor acquire_to_overwrite(std::size_t u) override;
   void release(std::size_t u, bool dirty) override;
   void zero(std::size_t u) override;
+  bool is_zero(std::size_t u) const override { return units_.at(u).zero; }
   std::size_t num_units() const override { return units_.size(); }
   std::string where() const override;
   // Waits for every write-back; throws the first I/O error (naming the swap file).

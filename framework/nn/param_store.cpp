@@ -106,6 +106,15 @@ Tensor ParamStore::acquire_grad_shard(std::size_t u) const {
   return opts_.shard_grads ? t : t.slice(0, layouts_[u].lo, layouts_[u].hi);
 }
 
+Tensor ParamStore::acquire_grad_shard_to_overwrite(std::size_t u) const {
+  if (!opts_.grad_store || !opts_.shard_grads) return acquire_grad_shard(u);
+  return opts_.grad_store->acquire_to_overwrite(u);
+}
+
+bool ParamStore::grad_shard_is_zero(std::size_t u) const {
+  return opts_.grad_store != nullptr && opts_.grad_store->is_zero(u);
+}
+
 void ParamStore::release_grad_shard(std::size_t u, bool dirty) const {
   if (opts_.grad_store) opts_.grad_store->release(u, dirty);
 }

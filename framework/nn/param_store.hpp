@@ -81,7 +81,14 @@ class ParamStore {
   // The owned gradient slice, resident until release_grad_shard(u, dirty); without a
   // grad_store: grad_shard(u), and release does nothing.
   Tensor acquire_grad_shard(std::size_t u) const;
+  // The same for a caller that writes every element before releasing it dirty: a store on slow
+  // media neither reads nor zeroes it (only with shard_grads, where the slice is the whole stored
+  // unit; otherwise acquire_grad_shard).
+  Tensor acquire_grad_shard_to_overwrite(std::size_t u) const;
   void release_grad_shard(std::size_t u, bool dirty) const;
+  // The gradient store knows unit u's slice is all zeros (zero_grads, nothing released dirty
+  // since); false without a gradient store.
+  bool grad_shard_is_zero(std::size_t u) const;
   void expect_grad_shards_in_order() const;
   // Gradients are offloaded: none are stored on `memory`; full buffers exist only while bound.
   bool grads_offloaded() const { return opts_.grad_store != nullptr; }
@@ -114,12 +121,11 @@ class ParamStore {
 template <bool Grads>
 class ShardScope {
  public:
-  // overwrite (values only): the caller writes every element (acquire_value_shard_to_overwrite).
+  // overwrite: the caller writes every element (acquire_*_shard_to_overwrite).
   ShardScope(const ParamStore& s, std::size_t u, bool dirty, bool overwrite = false)
       : store_(s), u_(u), dirty_(dirty),
-        t_(Grads       ? s.acquire_grad_shard(u)
-           : overwrite ? s.acquire_value_shard_to_overwrite(u)
-                       : s.acquire_value_shard(u)) {}
+        t_(Grads ? (overwrite ? s.acquire_grad_shard_to_overwrite(u) : s.acquire_grad_shard(u))
+                 : (overwrite ? s.acquire_value_shard_to_overwrite(u) : s.acquire_value_shard(u))) {}
   ~ShardScope() {
     try {
       if (Grads) store_.release_grad_shard(u_, dirty_);

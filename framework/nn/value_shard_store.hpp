@@ -41,6 +41,10 @@ class ValueShardStore {
     t.zero();
     release(u, true);
   }
+  // True when unit u is known to hold only zeros (zeroed, and not released dirty since): a caller
+  // about to add into it may copy instead, or use what it would add without storing it. A store
+  // that does not track it says false.
+  virtual bool is_zero(std::size_t u) const { return false; }
   // Every write-back so far is complete; throws the first error (the Trainer calls it at the end
   // of each step, so a failed write fails that step). Nothing to do for a store in memory.
   virtual void flush() {}

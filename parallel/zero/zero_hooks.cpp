@@ -215,10 +215,17 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
   }
   const Tensor full = store_.grads(u);
   STRATA_CHECK(full.defined(), "zero", "unit {} has no gradient buffer to reduce", u);
-  Tensor out = Tensor::empty(Shape{l.hi - l.lo}, full.dtype(),
-                             store_.options().memory.with(Category::comm));
   scale(full, pre_scale_);
-  Work w = dp_.reduce_scatter(full, out, grad_op_);
+  Tensor out;
+  Work w;  // (already complete)
+  if (dp_.size() == 1 && store_.grads_transient()) {
+    // One rank: the unit's gradient is already the reduced one, and its buffer (dropped after
+    // this reduction) serves as the output: no copy, no comm buffer.
+    out = full.slice(0, l.lo, l.hi);
+  } else {
+    out = Tensor::empty(Shape{l.hi - l.lo}, full.dtype(), store_.options().memory.with(Category::comm));
+    w = dp_.reduce_scatter(full, out, grad_op_);
+  }
   volume_.reduce_scatter += full.nbytes();
   pending_.push_back(PendingReduce{u, full, out, std::move(w)});
   if (store_.grads_transient()) {
@@ -246,6 +253,16 @@ void ZeroHooks::complete_reductions(std::size_t keep) {
     PendingReduce& p = *it;
     wait(p.work);
     scale(p.out, post_scale_);
+    if (opts_.stage >= 2 && store_.grad_shard_is_zero(p.unit)) {
+      // The stored slice holds nothing yet (the step's first micro-batch): the reduced slice is
+      // the gradient so far. Updated in backward where it is final, it is never stored; else it
+      // is copied in without the store reading or zeroing its slice first.
+      if (reduced_gradient_ && sync_ && reduced_gradient_(p.unit, p.out)) continue;
+      nn::GradShardScope held(store_, p.unit, /*dirty=*/true, /*overwrite=*/true);
+      Tensor shard = held.get();
+      shard.copy_from(p.out);
+      continue;
+    }
     // The owned slice, on the device or in the gradient store (read, updated, written back).
     nn::GradShardScope held(store_, p.unit, /*dirty=*/true);
     Tensor shard = held.get();

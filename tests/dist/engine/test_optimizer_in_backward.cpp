@@ -123,6 +123,9 @@ TEST_P(OptimizerInBackward, BitwiseLikeTheStepAfterBackward) {
     // (the run after backward writes every unit's).
     EXPECT_EQ(g->stats().bytes_written, 0u);
     EXPECT_EQ(g->stats().bytes_read, 0u);
+    // Nor is a buffer of it taken (or zeroed): the stored slice holds nothing yet, so the reduced
+    // slice goes to the update as it is (ZeroHooks::complete_reductions).
+    EXPECT_EQ(g->stats().acquires, 0u);
     EXPECT_EQ(g->buffer_count(), 2);  // it only stages each unit's reduction
     EXPECT_GT(grad_swapper(after)->stats().bytes_written, 0u);
   }

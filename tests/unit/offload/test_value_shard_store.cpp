@@ -282,6 +282,36 @@ TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
   EXPECT_GT(s.swapper().stats().bytes_read, 0u);
 }
 
+// is_zero: what ZeroHooks asks before adding a reduced gradient into a slice (a zero slice is
+// copied into, or not stored at all). True for new and zeroed units; false once a unit is written
+// (NVMe: released dirty; host: acquired at all, since the caller holds the memory itself); an
+// overwrite of a zero unit hands out its buffer without zeroing it.
+TEST(ValueShardStores, KnowWhichUnitsAreZero) {
+  ScratchDir dir("zeroes");
+  MemoryLedger ledger;
+  HostValueShardStore host(false, &ledger, Category::grads);
+  NvmeValueShardStore nvme(test::small_swapper(dir, 2, &ledger), Category::grads);
+  for (ValueShardStore* s : std::initializer_list<ValueShardStore*>{&host, &nvme}) {
+    for (std::size_t u = 0; u < 3; ++u) s->create(u, kSizes[u], DType::f32);
+    for (std::size_t u = 0; u < 3; ++u) EXPECT_TRUE(s->is_zero(u)) << s->where() << " unit " << u;
+    fill(s->acquire_to_overwrite(0), 1, 0);
+    s->release(0, true);
+    EXPECT_FALSE(s->is_zero(0)) << s->where();
+    EXPECT_TRUE(s->is_zero(1)) << s->where();
+    s->zero(0);
+    EXPECT_TRUE(s->is_zero(0)) << s->where();
+    Tensor t = s->acquire(0);
+    for (float x : t.to_vector()) ASSERT_EQ(x, 0.0f) << s->where();
+    s->release(0, false);
+    s->flush();
+  }
+  EXPECT_FALSE(host.is_zero(0));  // acquired: it may have been written
+  EXPECT_TRUE(nvme.is_zero(0));   // released clean: still zeros
+  fill(nvme.acquire(1), 2, 1);
+  nvme.release(1, true);
+  EXPECT_FALSE(nvme.is_zero(1));
+}
+
 }  // namespace test_value_shard_store
 }  // namespace
 }  // namespace strata::offload
