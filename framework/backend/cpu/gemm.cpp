@@ -149,6 +149,8 @@ void gemm_native(const Gemm& g, GemmBlockFn kernel) {
     pack_size = 2 * run_size;
   }
   float* const buf = pack.get();
+  // (The native kernel runs only on AVX-512, so its packing may too.)
+  static const PackBf16Fn pack_bf16 = pack_bf16_avx512();
   const double flops = 2.0 * g.M * g.N * g.K;
   const int max_tasks = ceil_div(g.M, kMb) * ceil_div(std::min(g.N, kNc), kNb);
   const int nt = flops < kSerialFlops ? 1 : team_size(max_tasks);
@@ -172,7 +174,9 @@ void gemm_native(const Gemm& g, GemmBlockFn kernel) {
           // op(B) at (pc, jc).
           const std::size_t at = g.trans_b ? static_cast<std::size_t>(jc) * g.ldb + pc
                                            : static_cast<std::size_t>(pc) * g.ldb + jc;
-          if (g.B16)
+          if (g.B16 && g.b16_dtype == DType::bf16 && pack_bf16)
+            pack_bf16(g.B16 + at, g.ldb, g.trans_b, kc, nc, p, Bp + kb * blk_size, kc * kGemmPanel);
+          else if (g.B16)
             pack_b_panel16(g.B16 + at, g.b16_dtype, g.ldb, g.trans_b, kc, nc, p,
                            Bp + kb * blk_size, kc * kGemmPanel);
           else

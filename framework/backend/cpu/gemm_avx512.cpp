@@ -8,6 +8,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace strata::cpu::detail {
 namespace {
 
@@ -115,6 +118,82 @@ void block(const float* A, int lda, const float* Bp, int bstride, int kc, int ro
   }
 }
 
+// 16 bf16 values widened exactly (the top half of an f32).
+inline __m512 widen16(const std::uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline float widen1(std::uint16_t h) {
+  float f;
+  const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
+// r[i] holds row i (16 floats); afterwards r[j] holds column j.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16], u[16], v[16];
+  for (int p = 0; p < 8; ++p) {
+    t[2 * p] = _mm512_unpacklo_ps(r[2 * p], r[2 * p + 1]);
+    t[2 * p + 1] = _mm512_unpackhi_ps(r[2 * p], r[2 * p + 1]);
+  }
+  auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+  for (int g = 0; g < 4; ++g) {
+    const int b = 4 * g;
+    u[b] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[b]), pd(t[b + 2])));
+    u[b + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[b]), pd(t[b + 2])));
+    u[b + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[b + 1]), pd(t[b + 3])));
+    u[b + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[b + 1]), pd(t[b + 3])));
+  }
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm512_shuffle_f32x4(u[j], u[j + 4], 0x88);
+    v[j + 4] = _mm512_shuffle_f32x4(u[j], u[j + 4], 0xdd);
+    v[j + 8] = _mm512_shuffle_f32x4(u[j + 8], u[j + 12], 0x88);
+    v[j + 12] = _mm512_shuffle_f32x4(u[j + 8], u[j + 12], 0xdd);
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(v[j], v[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(v[j], v[j + 8], 0xdd);
+  }
+}
+
+// Panel p of op(B)[0:kc, 0:n] as [kc][32] floats (zero past n), B bf16; see pack_b_panel16.
+void pack_bf16_panel(const std::uint16_t* B, int ldb, bool trans_b, int kc, int n, int p, float* Bp,
+                     int bstride) {
+  float* dst = Bp + static_cast<std::size_t>(p) * bstride;
+  const int j0 = p * kNR;
+  const int w = std::min(kNR, n - j0);
+  if (!trans_b) {  // B(k, j) = B[k*ldb + j]: each panel row is 32 consecutive values
+    for (int k = 0; k < kc; ++k) {
+      const std::uint16_t* s = B + static_cast<std::size_t>(k) * ldb + j0;
+      float* d = dst + static_cast<std::size_t>(k) * kNR;
+      if (w == kNR) {
+        _mm512_storeu_ps(d, widen16(s));
+        _mm512_storeu_ps(d + 16, widen16(s + 16));
+      } else {
+        for (int j = 0; j < kNR; ++j) d[j] = j < w ? widen1(s[j]) : 0.0f;
+      }
+    }
+    return;
+  }
+  // B(k, j) = B[j*ldb + k]: 16 columns by 16 values of k at a time, transposed in registers.
+  const int k16 = kc / 16 * 16;
+  for (int h = 0; h < kNR; h += 16) {
+    const int rows = std::max(0, std::min(16, w - h));  // columns h.. of this half that exist
+    for (int k = 0; k < k16; k += 16) {
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < rows ? widen16(B + static_cast<std::size_t>(j0 + h + i) * ldb + k) : _mm512_setzero_ps();
+      transpose16(r);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + static_cast<std::size_t>(k + i) * kNR + h, r[i]);
+    }
+    for (int k = k16; k < kc; ++k)
+      for (int i = 0; i < 16; ++i)
+        dst[static_cast<std::size_t>(k) * kNR + h + i] =
+            i < rows ? widen1(B[static_cast<std::size_t>(j0 + h + i) * ldb + k]) : 0.0f;
+  }
+}
+
 void gemm_block_impl(const float* A, int lda, bool trans_a, const float* Bp, int bstride, int kc,
                      int rows, int n, float alpha, float beta, const float* bias, float* C,
                      int ldc) {
@@ -131,6 +210,8 @@ GemmBlockFn gemm_block_avx512() {
   return &gemm_block_impl;
 }
 
+PackBf16Fn pack_bf16_avx512() { return &pack_bf16_panel; }
+
 }  // namespace strata::cpu::detail
 
 #else
@@ -139,6 +220,7 @@ namespace strata::cpu::detail {
 GemmBlockFn gemm_block_avx512() {
   return nullptr;
 }
+PackBf16Fn pack_bf16_avx512() { return nullptr; }
 }  // namespace strata::cpu::detail
 
 #endif

@@ -34,6 +34,12 @@ void pack_b(const float* B, int ldb, bool trans_b, int kc, int n, float* Bp, int
 
 // The AVX-512 block kernel, or null when not compiled in (the caller checks the CPU).
 GemmBlockFn gemm_block_avx512();
+// pack_b_panel16 for bf16 values on AVX-512 (widened 16 at a time in registers, a transposed
+// panel through 16 x 16 register transposes instead of one store per value): the same panel,
+// bitwise. Null when not compiled in; for the native path only (which has checked the CPU).
+using PackBf16Fn = void (*)(const std::uint16_t* B, int ldb, bool trans_b, int kc, int n, int p,
+                            float* Bp, int bstride);
+PackBf16Fn pack_bf16_avx512();
 
 // The native block kernel to use on this CPU, or null (then use BLAS). STRATA_CPU_GEMM=blas in
 // the environment turns it off.
