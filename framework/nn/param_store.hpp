@@ -124,8 +124,9 @@ class ShardScope {
   // overwrite: the caller writes every element (acquire_*_shard_to_overwrite).
   ShardScope(const ParamStore& s, std::size_t u, bool dirty, bool overwrite = false)
       : store_(s), u_(u), dirty_(dirty),
-        t_(Grads ? (overwrite ? s.acquire_grad_shard_to_overwrite(u) : s.acquire_grad_shard(u))
-                 : (overwrite ? s.acquire_value_shard_to_overwrite(u) : s.acquire_value_shard(u))) {}
+        t_(Grads       ? (overwrite ? s.acquire_grad_shard_to_overwrite(u) : s.acquire_grad_shard(u))
+           : overwrite ? s.acquire_value_shard_to_overwrite(u)
+                       : s.acquire_value_shard(u)) {}
   ~ShardScope() {
     try {
       if (Grads) store_.release_grad_shard(u_, dirty_);

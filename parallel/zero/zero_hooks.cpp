@@ -223,7 +223,8 @@ void ZeroHooks::launch_unit_reduction(std::size_t u) {
     // this reduction) serves as the output: no copy, no comm buffer.
     out = full.slice(0, l.lo, l.hi);
   } else {
-    out = Tensor::empty(Shape{l.hi - l.lo}, full.dtype(), store_.options().memory.with(Category::comm));
+    out = Tensor::empty(Shape{l.hi - l.lo}, full.dtype(),
+                        store_.options().memory.with(Category::comm));
     w = dp_.reduce_scatter(full, out, grad_op_);
   }
   volume_.reduce_scatter += full.nbytes();

@@ -182,10 +182,13 @@ void pack_bf16_panel(const std::uint16_t* B, int ldb, bool trans_b, int kc, int 
     const int rows = std::max(0, std::min(16, w - h));  // columns h.. of this half that exist
     for (int k = 0; k < k16; k += 16) {
       __m512 r[16];
-      for (int i = 0; i < 16; ++i)
-        r[i] = i < rows ? widen16(B + static_cast<std::size_t>(j0 + h + i) * ldb + k) : _mm512_setzero_ps();
+      for (int i = 0; i < 16; ++i) {
+        const std::uint16_t* col = B + static_cast<std::size_t>(j0 + h + i) * ldb + k;
+        r[i] = i < rows ? widen16(col) : _mm512_setzero_ps();
+      }
       transpose16(r);
-      for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + static_cast<std::size_t>(k + i) * kNR + h, r[i]);
+      for (int i = 0; i < 16; ++i)
+        _mm512_storeu_ps(dst + static_cast<std::size_t>(k + i) * kNR + h, r[i]);
     }
     for (int k = k16; k < kc; ++k)
       for (int i = 0; i < 16; ++i)

@@ -191,9 +191,12 @@ TEST_P(Linear, BackwardWithoutAccumulatingOverwritesDwAndDb) {
         linear_backward(x.data(), wide.data(), dy.data(), dx2.data(), dW2.data(), db2.data(), c.N,
                         c.in, c.out, /*accumulate=*/false);
       }
-      EXPECT_TRUE(bitwise_equal(dx1, dx2)) << sixteen << " dx " << c.N << " " << c.in << " " << c.out;
-      EXPECT_TRUE(bitwise_equal(dW1, dW2)) << sixteen << " dW " << c.N << " " << c.in << " " << c.out;
-      EXPECT_TRUE(bitwise_equal(db1, db2)) << sixteen << " db " << c.N << " " << c.in << " " << c.out;
+      EXPECT_TRUE(bitwise_equal(dx1, dx2))
+          << sixteen << " dx " << c.N << " " << c.in << " " << c.out;
+      EXPECT_TRUE(bitwise_equal(dW1, dW2))
+          << sixteen << " dW " << c.N << " " << c.in << " " << c.out;
+      EXPECT_TRUE(bitwise_equal(db1, db2))
+          << sixteen << " db " << c.N << " " << c.in << " " << c.out;
     }
   }
 }
