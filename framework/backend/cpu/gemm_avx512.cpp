@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "framework/core/half.hpp"
+
 namespace strata::cpu::detail {
 namespace {
 
@@ -123,12 +125,6 @@ inline __m512 widen16(const std::uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
-inline float widen1(std::uint16_t h) {
-  float f;
-  const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
-  __builtin_memcpy(&f, &u, 4);
-  return f;
-}
 
 // r[i] holds row i (16 floats); afterwards r[j] holds column j.
 inline void transpose16(__m512 r[16]) {
@@ -171,7 +167,7 @@ void pack_bf16_panel(const std::uint16_t* B, int ldb, bool trans_b, int kc, int 
         _mm512_storeu_ps(d, widen16(s));
         _mm512_storeu_ps(d + 16, widen16(s + 16));
       } else {
-        for (int j = 0; j < kNR; ++j) d[j] = j < w ? widen1(s[j]) : 0.0f;
+        for (int j = 0; j < kNR; ++j) d[j] = j < w ? bf16_to_f32(s[j]) : 0.0f;
       }
     }
     return;
@@ -193,7 +189,7 @@ void pack_bf16_panel(const std::uint16_t* B, int ldb, bool trans_b, int kc, int 
     for (int k = k16; k < kc; ++k)
       for (int i = 0; i < 16; ++i)
         dst[static_cast<std::size_t>(k) * kNR + h + i] =
-            i < rows ? widen1(B[static_cast<std::size_t>(j0 + h + i) * ldb + k]) : 0.0f;
+            i < rows ? bf16_to_f32(B[static_cast<std::size_t>(j0 + h + i) * ldb + k]) : 0.0f;
   }
 }
 

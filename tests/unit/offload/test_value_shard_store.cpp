@@ -284,8 +284,7 @@ TEST(NvmeValueShardStore, ZeroedUnitsReadAsZerosWithoutIo) {
 
 // is_zero: what ZeroHooks asks before adding a reduced gradient into a slice (a zero slice is
 // copied into, or not stored at all). True for new and zeroed units; false once a unit is written
-// (NVMe: released dirty; host: acquired at all, since the caller holds the memory itself); an
-// overwrite of a zero unit hands out its buffer without zeroing it.
+// (NVMe: released dirty; host: acquired at all, since the caller holds the memory itself).
 TEST(ValueShardStores, KnowWhichUnitsAreZero) {
   ScratchDir dir("zeroes");
   MemoryLedger ledger;
