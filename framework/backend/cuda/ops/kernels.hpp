@@ -1,0 +1,65 @@
+// The CUDA backend's op implementations, one entry of ops::OpTable each (op_table.hpp; ops.hpp has
+// each op's contract), defined in the .cu file of their concern:
+//   gemm.cu           matmul, linear_forward, linear_backward (cuBLASLt)
+//   layernorm.cu      layernorm_forward, layernorm_backward
+//   gelu.cu           gelu_forward, gelu_backward
+//   attention.cu      attention_forward, attention_backward (flash-style: lse kept, no T x T)
+//   embedding.cu      embedding_forward, embedding_backward (deterministic, no float atomics)
+//   cross_entropy.cu  cross_entropy_forward/backward, row_max, row_sum_exp, target_logit,
+//                     cross_entropy_backward_slice
+//   elementwise.cu    add, add_inplace, scale_inplace, cast (and the f32 views' launchers)
+//   reduce.cu         sum_squares, has_inf_or_nan
+//   optimizer.cu      adamw_step, sgd_step (bitwise the CPU's arithmetic)
+// Arguments arrive checked by ops.cpp (shapes, dtypes, one CUDA device, contiguous). Every kernel
+// is queued on the current stream of that device; ops that return a host value wait for it.
+#pragma once
+
+#include <cstdint>
+
+#include "framework/core/tensor.hpp"
+#include "framework/optim/adamw.hpp"
+#include "framework/optim/sgd.hpp"
+
+namespace strata::cuda_ops {
+
+void matmul(const Tensor& A, const Tensor& B, const Tensor& C, bool trans_a, bool trans_b,
+            float alpha, float beta);
+void linear_forward(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& y);
+void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, const Tensor& dx,
+                     const Tensor& dW, const Tensor& db);
+void layernorm_forward(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y,
+                       const Tensor& mean, const Tensor& rstd, float eps);
+void layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                        const Tensor& rstd, const Tensor& dx, const Tensor& dw, const Tensor& db);
+void gelu_forward(const Tensor& x, const Tensor& y);
+void gelu_backward(const Tensor& x, const Tensor& dy, const Tensor& dx);
+void attention_forward(const Tensor& qkv, const Tensor& out, const Tensor& lse, int n_head);
+void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
+                        const Tensor& dout, const Tensor& dqkv, int n_head);
+void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
+                       const Tensor& out, std::int64_t vocab_start);
+void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
+                        const Tensor& dwpe, std::int64_t vocab_start);
+double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse);
+void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                            const Tensor& dlogits, float scale);
+void row_max(const Tensor& logits, const Tensor& out);
+void row_sum_exp(const Tensor& logits, const Tensor& max, const Tensor& out);
+void target_logit(const Tensor& logits, const Tensor& targets, std::int64_t vocab_start,
+                  const Tensor& out);
+void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const Tensor& targets,
+                                  std::int64_t vocab_start, float scale, const Tensor& dlogits);
+void add(const Tensor& a, const Tensor& b, const Tensor& out);
+void add_inplace(const Tensor& a, const Tensor& b);
+void scale_inplace(const Tensor& a, float s);
+void cast(const Tensor& src, const Tensor& dst);
+double sum_squares(const Tensor& x);
+bool has_inf_or_nan(const Tensor& x);
+void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
+                const optim::AdamWHyper& h, std::int64_t step, float grad_scale,
+                const Tensor& param16);
+void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
+              const optim::SGDHyper& h, std::int64_t step, float grad_scale,
+              const Tensor& param16);
+
+}  // namespace strata::cuda_ops
