@@ -1,12 +1,15 @@
 // Harness cases of the dense algebra: matmul (every transpose, alpha/beta, each operand 16-bit in
-// turn, the CPU table's row-blocked and K-blocked paths) and linear forward/backward.
+// turn, sizes past a tile, the CPU table's row-blocked and K-blocked paths) and linear
+// forward/backward (dtype mixes of every output and the bias, tall and wide sizes, no inputs).
 #include "framework/backend/ops/ops.hpp"
 #include "tests/unit/ops/op_harness.hpp"
 
 namespace strata::ops::test {
 namespace {
 
-// f32, then each of A, B, C 16-bit in turn and all three, for bf16 and f16.
+// f32, then each of A, B, C 16-bit in turn and all three, for bf16 and f16; then A and B 16-bit
+// with an f32 C and with a C of the other 16-bit dtype (CUDA: the 16-bit product runs directly
+// into an f32 C, or into an f32 workspace rounded into C).
 std::vector<Combo> matmul_combos() {
   std::vector<Combo> out{{"f32", {}}};
   for (DType dt : {DType::bf16, DType::f16}) {
@@ -15,6 +18,12 @@ std::vector<Combo> matmul_combos() {
     out.push_back({"B_" + n, {{'B', dt}}});
     out.push_back({"C_" + n, {{'C', dt}}});
     out.push_back({n, {{'A', dt}, {'B', dt}, {'C', dt}}});
+  }
+  for (DType dt : {DType::bf16, DType::f16}) {
+    const DType other = dt == DType::bf16 ? DType::f16 : DType::bf16;
+    const std::string n(dtype_name(dt)), o(dtype_name(other));
+    out.push_back({"AB_" + n, {{'A', dt}, {'B', dt}}});
+    out.push_back({"AB_" + n + "_C_" + o, {{'A', dt}, {'B', dt}, {'C', other}}});
   }
   return out;
 }
@@ -45,19 +54,23 @@ OpCase matmul_case(const std::string& name, int M, int N, int K, bool ta, bool t
   return c;
 }
 
-OpCase linear_case(bool bias) {
-  // N=7 rows, in=13, out=9.
+// Linear forward and backward, x [N, in] -> y [N, out]. With `own_groups` each tensor has its own
+// dtype group (x 'x', W 'w', b 'b', y 'y', dy 'g', dx 'd', dW 'W', db 'B'), for combinations that
+// give the bias and the outputs dtypes of their own; else the standard groups ('a', 'p').
+OpCase linear_case(const std::string& name, int N, int in, int out, bool bias,
+                   bool own_groups = false) {
+  const auto g = [own_groups](char own, char standard) { return own_groups ? own : standard; };
   OpCase c;
-  c.name = bias ? "linear" : "linear_no_bias_no_dx";
+  c.name = name;
   c.tensors = {
-      {"x", Shape{7, 13}, 'a', normal()},     // 0
-      {"W", Shape{9, 13}, 'p', normal(0.3)},  // 1
-      {"b", Shape{9}, 'p', normal()},         // 2
-      {"y", Shape{7, 9}, 'a', unset()},       // 3
-      {"dy", Shape{7, 9}, 'a', normal()},     // 4
-      {"dx", Shape{7, 13}, 'a', unset()},     // 5
-      {"dW", Shape{9, 13}, 'p', normal()},    // 6 accumulated
-      {"db", Shape{9}, 'p', normal()},        // 7 accumulated
+      {"x", Shape{N, in}, g('x', 'a'), normal()},       // 0
+      {"W", Shape{out, in}, g('w', 'p'), normal(0.3)},  // 1
+      {"b", Shape{out}, g('b', 'p'), normal()},         // 2
+      {"y", Shape{N, out}, g('y', 'a'), unset()},       // 3
+      {"dy", Shape{N, out}, g('g', 'a'), normal()},     // 4
+      {"dx", Shape{N, in}, g('d', 'a'), unset()},       // 5
+      {"dW", Shape{out, in}, g('W', 'p'), normal()},    // 6 accumulated
+      {"db", Shape{out}, g('B', 'p'), normal()},        // 7 accumulated
   };
   if (bias) {
     c.calls.push_back(effect("linear_forward", {0, 1, 2, 3}, {3},
@@ -92,6 +105,13 @@ std::vector<OpCase> dense_cases() {
         std::string("matmul_empty_inner_") + (ta ? "t" : "n") + (tb ? "t" : "n");
     out.push_back(matmul_case(name, 3, 4, 0, ta, tb, ab, 0.0, false));
   }
+  // Sizes past one tile with tails in every dimension (CUDA: cuBLASLt's tensor-core kernels for
+  // the 16-bit products, odd leading dimensions).
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    const std::string name = std::string("matmul_tiles_") + (ta ? "t" : "n") + (tb ? "t" : "n");
+    out.push_back(matmul_case(name, 70, 90, 261, ta, tb, ab, 1e-6, false));
+  }
   // The CPU table computes a product with a 16-bit operand in blocks of about 2^20 elements: with
   // 8192 columns that is 128 rows, so 131 rows take a full block and a partial one of 3.
   out.push_back(matmul_case("matmul_row_blocks_nn", 131, 8192, 8, false, false,
@@ -102,8 +122,50 @@ std::vector<OpCase> dense_cases() {
   // blocks (the dW += dy^T x of a vocabulary-wide head).
   out.push_back(matmul_case("matmul_k_blocks_tn", 8192, 8, 131, true, false,
                             {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 0.25f}}, 1e-6, true));
-  out.push_back(linear_case(true));
-  out.push_back(linear_case(false));
+  // N=7 rows, in=13, out=9.
+  out.push_back(linear_case("linear", 7, 13, 9, true));
+  out.push_back(linear_case("linear_no_bias_no_dx", 7, 13, 9, false));
+  // Sizes with tails in every dimension (and 16-bit rows of odd lengths), in dtype mixes where the
+  // bias, y, dx, dW and db each take their own dtype (CUDA: the bias added by the cuBLASLt
+  // epilogue or preloaded, into y or into an f32 workspace; 16-bit products run directly or
+  // widened; dW accumulated in place or through a workspace).
+  {
+    OpCase c = linear_case("linear_mixed_dtypes", 67, 101, 129, true, true);
+    const DType bf = DType::bf16, h = DType::f16;
+    c.combos = {
+        {"f32", {}},
+        {"W_bf16_x_f32", {{'w', bf}, {'b', bf}, {'W', bf}, {'B', bf}}},
+        {"bf16_b_f32", {{'x', bf}, {'w', bf}, {'y', bf}, {'g', bf}, {'d', bf}}},
+        {"f16_y_f32", {{'x', h}, {'w', h}, {'b', h}, {'g', h}, {'W', h}, {'B', bf}}},
+        {"bf16_y_f16",
+         {{'x', bf}, {'w', bf}, {'b', bf}, {'y', h}, {'g', bf}, {'d', h}, {'W', bf}, {'B', h}}},
+        {"x_bf16_W_f16",
+         {{'x', bf}, {'w', h}, {'b', bf}, {'y', bf}, {'g', h}, {'d', bf}, {'W', h}}},
+    };
+    for (Call& call : c.calls) call.tol.rtol = 1e-6;
+    out.push_back(std::move(c));
+  }
+  // Many rows, few features: dW = dy^T x reduces over 4096 rows (CUDA: a split-K candidate) and
+  // db's column sums span many strips of rows.
+  {
+    OpCase c = linear_case("linear_tall", 4096, 32, 48, true);
+    c.large = true;
+    for (Call& call : c.calls) call.tol.rtol = 1e-6;
+    out.push_back(std::move(c));
+  }
+  // A layer of realistic aligned width (CUDA: the tensor-core tiles of the 16-bit products).
+  {
+    OpCase c = linear_case("linear_wide", 128, 128, 384, true);
+    c.large = true;
+    for (Call& call : c.calls) call.tol.rtol = 1e-6;
+    out.push_back(std::move(c));
+  }
+  // No input features: y = b broadcast over rows, dW and dx empty, db += column sums of dy.
+  {
+    OpCase c = linear_case("linear_empty_in", 5, 0, 3, true);
+    for (Call& call : c.calls) call.tol.rtol = 1e-6;
+    out.push_back(std::move(c));
+  }
   return out;
 }
 

@@ -1,0 +1,53 @@
+// The dense-algebra ops on CUDA (matmul, linear_forward, linear_backward): the products run on
+// cuBLASLt (gemm_op.cpp), with f32 accumulation; this header has the process-wide TF32 switch and
+// the launchers of the few kernels around the products (gemm.cu): a bias broadcast over rows and
+// a deterministic column sum (linear's db). Raw pointers, DT codes and the stream to queue on; no
+// Tensor (nvcc cannot compile fmt 9 in C++20), no host synchronisation.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "framework/backend/cuda/ops/half_hd.hpp"
+
+namespace strata::cuda_ops {
+
+// TF32 (strata::allow_tf32(), framework/backend/math_mode.hpp: strata.allow_tf32) applies to the
+// products whose operands are f32 (f32 tensors, or 16-bit ones of a mix widened to f32):
+// CUBLAS_COMPUTE_32F_FAST_TF32 when on, CUBLAS_COMPUTE_32F (exact f32 products) when off. Devices
+// before sm_80 have no TF32 and ignore it.
+
+// d[r, c] = bias[c] for r < rows, c < cols (d row-major [rows, cols] of dtype ddt, bias of dtype
+// bdt, rounded once to ddt). Exact when ddt is f32 or bdt itself.
+void launch_bias_rows(void* d, DT ddt, const void* bias, DT bdt, std::int64_t rows,
+                      std::int64_t cols, cudaStream_t s);
+
+// How launch_column_sums splits the rows: `strips` strips of `rows_per_strip` rows (the last one
+// shorter). A function of the shape only, so that the order of the sums never changes.
+struct ColumnSumPlan {
+  std::int64_t strips = 0;
+  std::int64_t rows_per_strip = 0;
+};
+inline ColumnSumPlan column_sum_plan(std::int64_t rows, std::int64_t cols) {
+  ColumnSumPlan p;
+  if (rows <= 0 || cols <= 0) return p;
+  const std::int64_t col_blocks = (cols + 31) / 32;
+  // About 1024 blocks in all, at most 1024 strips, at least 64 rows a strip.
+  std::int64_t strips = 1024 / col_blocks;
+  if (strips < 1) strips = 1;
+  const std::int64_t max_strips = (rows + 63) / 64;
+  if (strips > max_strips) strips = max_strips;
+  p.rows_per_strip = (rows + strips - 1) / strips;
+  p.strips = (rows + p.rows_per_strip - 1) / p.rows_per_strip;
+  return p;
+}
+
+// dst[c] = round(dst[c] + sum over r of x[r, c]) for x row-major [rows, cols] (dst of dtype ddt,
+// x of dtype xdt; the sum in f32, added to dst and rounded once: the accumulation of linear's
+// db). `scratch` holds column_sum_plan(rows, cols).strips * cols floats. Deterministic: each strip
+// of rows is summed in a fixed order by one block, then the strips are added in order.
+void launch_column_sums(void* dst, DT ddt, const void* x, DT xdt, std::int64_t rows,
+                        std::int64_t cols, float* scratch, cudaStream_t s);
+
+}  // namespace strata::cuda_ops
