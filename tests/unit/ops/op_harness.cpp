@@ -83,7 +83,8 @@ std::vector<Combo> combos_of(const OpCase& c) {
 const std::vector<OpCase>& all_cases() {
   static const std::vector<OpCase> cases = [] {
     std::vector<OpCase> all;
-    for (auto list : {dense_cases, layer_cases, loss_cases, elementwise_cases, optimizer_cases})
+    for (auto list : {dense_cases, layer_cases, loss_cases, elementwise_cases, optimizer_cases,
+                      attention_cases})
       for (OpCase& c : list()) all.push_back(std::move(c));
     return all;
   }();
