@@ -60,6 +60,21 @@ OpCase sum_squares_case() {
       product_combos("x"));
 }
 
+// 3 million elements (an odd count: a partial last 16-byte chunk), whole and as an unaligned view
+// [1, n - 2) (4 or 2 bytes past the allocation's alignment: the GPU's element-by-element path):
+// a multi-block fixed grid whose threads each sum several chunks.
+OpCase sum_squares_large_case() {
+  constexpr std::int64_t n = 3000001;
+  OpCase c = op_case(
+      "sum_squares_large", {{"x", Shape{n}, 'x', normal(3.0)}},
+      {scalar_call("sum_squares", {0}, {}, [](const Tensors& t) { return sum_squares(t[0]); }),
+       scalar_call("sum_squares", {0}, {},
+                   [](const Tensors& t) { return sum_squares(t[0].slice(0, 1, n - 2)); })},
+      product_combos("x"));
+  c.large = true;
+  return c;
+}
+
 Call inf_or_nan(int i, std::optional<double> expect) {
   Call call = scalar_call("has_inf_or_nan", {i}, {}, [i](const Tensors& t) {
     return has_inf_or_nan(t[static_cast<std::size_t>(i)]) ? 1.0 : 0.0;
@@ -84,11 +99,38 @@ OpCase has_inf_or_nan_case() {
       product_combos("x"));
 }
 
+// A million elements with an inf in the last (partial) chunk and a NaN in the middle, each tensor
+// checked whole and as unaligned views [1, n - 1) that exclude or include the planted value.
+OpCase has_inf_or_nan_large_case() {
+  constexpr std::int64_t n = 1000003;
+  auto view = [](int i, std::int64_t lo, std::int64_t hi, double expect) {
+    Call call = scalar_call("has_inf_or_nan", {i}, {}, [i, lo, hi](const Tensors& t) {
+      return has_inf_or_nan(t[static_cast<std::size_t>(i)].slice(0, lo, hi)) ? 1.0 : 0.0;
+    });
+    call.expect = expect;
+    return call;
+  };
+  OpCase c = op_case("has_inf_or_nan_large",
+                     {{"inf_last", Shape{n}, 'x', planted(normal(), {{n - 1, kInf}})},
+                      {"nan_middle", Shape{n}, 'x', planted(normal(), {{500001, kNaN}})}},
+                     {inf_or_nan(0, 1.0), view(0, 1, n - 1, 0.0), view(0, 1, n, 1.0),
+                      inf_or_nan(1, 1.0), view(1, 1, 500001, 0.0), view(1, 3, n, 1.0)},
+                     product_combos("x"));
+  c.large = true;
+  return c;
+}
+
 }  // namespace
 
 std::vector<OpCase> elementwise_cases() {
-  return {add_case(),  add_inplace_case(), scale_inplace_case(),
-          cast_case(), sum_squares_case(), has_inf_or_nan_case()};
+  return {add_case(),
+          add_inplace_case(),
+          scale_inplace_case(),
+          cast_case(),
+          sum_squares_case(),
+          has_inf_or_nan_case(),
+          sum_squares_large_case(),
+          has_inf_or_nan_large_case()};
 }
 
 }  // namespace strata::ops::test

@@ -1,0 +1,211 @@
+// Cross-entropy kernels (cross_entropy.hpp): one block per row of logits [N, V] (rows are long:
+// V up to ~50k), each thread reading columns threadIdx.x, threadIdx.x + kRowThreads, ... (coalesced
+// across the block) through the runtime-dtype load()/store() of half_hd.hpp. Reductions over a
+// row are per-thread partials in that fixed column order followed by common.cuh's fixed-order
+// block_max/block_sum; the forward's total is one block summing per-row losses in double. No
+// atomics on floats: every output is the same bits run after run.
+//
+// Arithmetic follows the CPU (framework/backend/cpu/cross_entropy.cpp, row_kernels_body.hpp):
+// lse = max + logf(f32 sum of expf(x - max)); loss_row = double(lse) - double(x[target]), summed
+// in double; dlogits = expf(x - lse) * scale, minus scale at the target. Products and differences
+// use __fmul_rn/__fsub_rn so nvcc does not contract them into FMAs the CPU does not do.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "framework/backend/cuda/ops/common.cuh"
+#include "framework/backend/cuda/ops/cross_entropy.hpp"
+
+namespace strata::cuda_ops {
+namespace {
+
+constexpr unsigned kRowThreads = 256;                 // threads per row block (a multiple of 32)
+constexpr unsigned kTotalThreads = 256;               // the forward's single summing block
+constexpr std::int64_t kMaxRowBlocks = 65535LL * 16;  // blocks loop over rows beyond this
+
+unsigned row_blocks(std::int64_t N) {
+  return static_cast<unsigned>(N < kMaxRowBlocks ? (N < 1 ? 1 : N) : kMaxRowBlocks);
+}
+
+// The target's column in the slice [start, start + V), or -1 when the row is ignored (t < 0) or
+// the target lies elsewhere (the CPU's local_target).
+__device__ __forceinline__ std::int64_t local_target(std::int32_t t, std::int64_t start,
+                                                     std::int64_t V) {
+  const std::int64_t t64 = t;
+  return (t64 < 0 || t64 < start || t64 >= start + V) ? -1 : t64 - start;
+}
+
+// max_j x[base + j] over the block (every thread gets it). Uniform: all threads must call.
+__device__ __forceinline__ float row_max_of(const void* x, DT dt, std::int64_t base, std::int64_t V,
+                                            float* scratch) {
+  float m = -INFINITY;
+  for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x) m = fmaxf(m, load(x, dt, base + j));
+  return block_max(m, scratch);
+}
+
+// ---- forward: lse and per-row losses ------------------------------------------------------
+__global__ void __launch_bounds__(kRowThreads)
+    ce_forward_rows_kernel(const void* logits, DT ldt, const std::int32_t* targets, float* lse,
+                           double* row_loss, std::int64_t N, std::int64_t V) {
+  __shared__ float scratch[32];
+  // The loop bound is the same for every thread of the block, so the block reductions inside
+  // (which hold __syncthreads) are reached by all of them.
+  for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const std::int64_t base = r * V;
+    const float m = row_max_of(logits, ldt, base, V, scratch);
+    float s = 0.0f;
+    for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x)
+      s = __fadd_rn(s, expf(__fsub_rn(load(logits, ldt, base + j), m)));
+    s = block_sum(s, scratch);
+    const float l = __fadd_rn(m, logf(s));
+    if (threadIdx.x == 0) {
+      lse[r] = l;
+      const std::int64_t t = targets[r];
+      double loss = 0.0;  // ignored rows and out-of-range targets add nothing
+      if (t >= 0 && t < V)
+        loss = static_cast<double>(l) - static_cast<double>(load(logits, ldt, base + t));
+      row_loss[r] = loss;
+    }
+  }
+}
+
+// ---- forward: the total over rows, in double, in a fixed order (one block) ----------------
+// Thread k sums rows k, k + kTotalThreads, ... in order; block_sum combines the partials in a
+// fixed tree. Also finds the first row whose target is >= V (the CPU throws for it; the host
+// does once it has the result).
+__global__ void __launch_bounds__(kTotalThreads)
+    ce_total_kernel(const double* row_loss, const std::int32_t* targets, std::int64_t N,
+                    std::int64_t V, double* result) {
+  __shared__ double scratch[32];
+  __shared__ unsigned long long first_bad;
+  if (threadIdx.x == 0) first_bad = ~0ull;
+  double s = 0.0;
+  unsigned long long bad = ~0ull;
+  for (std::int64_t r = threadIdx.x; r < N; r += blockDim.x) {
+    s += row_loss[r];
+    if (bad == ~0ull && static_cast<std::int64_t>(targets[r]) >= V)
+      bad = static_cast<unsigned long long>(r);
+  }
+  s = block_sum(s, scratch);  // holds __syncthreads: first_bad's initial value is visible after it
+  if (bad != ~0ull) atomicMin(&first_bad, bad);  // integer min: the same result in any order
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    result[0] = s;
+    if (first_bad == ~0ull) {
+      result[1] = -1.0;
+      result[2] = 0.0;
+    } else {
+      result[1] = static_cast<double>(first_bad);
+      result[2] = static_cast<double>(targets[first_bad]);
+    }
+  }
+}
+
+// ---- backward (whole vocabulary: vocab_start = 0; or a slice) ------------------------------
+// Purely elementwise given lse[r] and the target: each thread reads x[r, j] and then writes
+// dlogits[r, j] for its own columns only, so dlogits may alias logits. No block reductions (and
+// so no __syncthreads): the early `continue` of an ignored row is safe.
+__global__ void __launch_bounds__(kRowThreads)
+    ce_backward_kernel(const void* logits, DT ldt, const float* lse, const std::int32_t* targets,
+                       std::int64_t vocab_start, float scale, void* dlogits, DT ddt, std::int64_t N,
+                       std::int64_t V) {
+  for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const std::int64_t base = r * V;
+    const std::int32_t t = targets[r];
+    if (t < 0) {
+      for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x)
+        store(dlogits, ddt, base + j, 0.0f);
+      continue;
+    }
+    const float l = lse[r];
+    const std::int64_t jt = local_target(t, vocab_start, V);
+    for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+      const float x = load(logits, ldt, base + j);  // read before the (possibly aliased) write
+      float d = __fmul_rn(expf(__fsub_rn(x, l)), scale);
+      if (j == jt) d = __fsub_rn(d, scale);
+      store(dlogits, ddt, base + j, d);
+    }
+  }
+}
+
+// ---- vocabulary-parallel pieces -------------------------------------------------------------
+__global__ void __launch_bounds__(kRowThreads)
+    row_max_kernel(const void* logits, DT ldt, float* out, std::int64_t N, std::int64_t V) {
+  __shared__ float scratch[32];
+  for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const float m = row_max_of(logits, ldt, r * V, V, scratch);
+    if (threadIdx.x == 0) out[r] = m;
+  }
+}
+
+// The CPU sums exp(double(x) - max) in double; here the exponentials are f32 (expf, within 2 ulp)
+// and their sum is double, rounded once to f32.
+__global__ void __launch_bounds__(kRowThreads)
+    row_sum_exp_kernel(const void* logits, DT ldt, const float* max, float* out, std::int64_t N,
+                       std::int64_t V) {
+  __shared__ double scratch[32];
+  for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    const std::int64_t base = r * V;
+    const float m = max[r];
+    double s = 0.0;
+    for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x)
+      s += static_cast<double>(expf(__fsub_rn(load(logits, ldt, base + j), m)));
+    s = block_sum(s, scratch);
+    if (threadIdx.x == 0) out[r] = static_cast<float>(s);
+  }
+}
+
+// One thread per row.
+__global__ void target_logit_kernel(const void* logits, DT ldt, const std::int32_t* targets,
+                                    std::int64_t vocab_start, float* out, std::int64_t N,
+                                    std::int64_t V) {
+  STRATA_GRID_STRIDE(r, N) {
+    const std::int64_t j = local_target(targets[r], vocab_start, V);
+    out[r] = j >= 0 ? load(logits, ldt, r * V + j) : 0.0f;
+  }
+}
+
+}  // namespace
+
+void launch_cross_entropy_forward(const void* logits, DT ldt, const std::int32_t* targets,
+                                  float* lse, double* row_loss, double* result, std::int64_t N,
+                                  std::int64_t V, cudaStream_t s) {
+  if (N <= 0) return;
+  ce_forward_rows_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(logits, ldt, targets, lse, row_loss,
+                                                               N, V);
+  ce_total_kernel<<<1, kTotalThreads, 0, s>>>(row_loss, targets, N, V, result);
+}
+
+void launch_cross_entropy_backward(const void* logits, DT ldt, const float* lse,
+                                   const std::int32_t* targets, std::int64_t vocab_start,
+                                   float scale, void* dlogits, DT ddt, std::int64_t N,
+                                   std::int64_t V, cudaStream_t s) {
+  if (N <= 0 || V <= 0) return;
+  ce_backward_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(logits, ldt, lse, targets, vocab_start,
+                                                           scale, dlogits, ddt, N, V);
+}
+
+void launch_row_max(const void* logits, DT ldt, float* out, std::int64_t N, std::int64_t V,
+                    cudaStream_t s) {
+  if (N <= 0) return;
+  row_max_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(logits, ldt, out, N, V);
+}
+
+void launch_row_sum_exp(const void* logits, DT ldt, const float* max, float* out, std::int64_t N,
+                        std::int64_t V, cudaStream_t s) {
+  if (N <= 0) return;
+  row_sum_exp_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(logits, ldt, max, out, N, V);
+}
+
+void launch_target_logit(const void* logits, DT ldt, const std::int32_t* targets,
+                         std::int64_t vocab_start, float* out, std::int64_t N, std::int64_t V,
+                         cudaStream_t s) {
+  if (N <= 0) return;
+  constexpr unsigned kThreads = 256;
+  const std::int64_t b = (N + kThreads - 1) / kThreads;
+  target_logit_kernel<<<static_cast<unsigned>(b < kMaxRowBlocks ? b : kMaxRowBlocks), kThreads, 0,
+                        s>>>(logits, ldt, targets, vocab_start, out, N, V);
+}
+
+}  // namespace strata::cuda_ops

@@ -1,0 +1,55 @@
+// Launchers of cross_entropy.cu: softmax cross-entropy over rows of logits [N, V] (any float
+// dtype, read as f32) against i32 targets (< 0: an ignored row), whole-vocabulary and in the
+// pieces of a vocabulary-parallel one. Raw pointers and the stream to queue on; nothing here
+// synchronises the host (cross_entropy_op.cpp reads the forward's total back). No Tensor here
+// (nvcc cannot compile fmt 9 in C++20; see elementwise.hpp).
+//
+// Every vocabulary kernel runs one block of kRowThreads threads per row (blocks loop over rows
+// when N exceeds the grid); a row's reductions are per-thread partials over a fixed column
+// stride followed by common.cuh's fixed-order block reductions, so every result is the same bits
+// run after run.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "framework/backend/cuda/ops/half_hd.hpp"
+
+namespace strata::cuda_ops {
+
+// The forward, two kernels queued on s:
+//   per row r: lse[r] = max + log(sum_j exp(x[r,j] - max)) (f32, as the CPU), and
+//              row_loss[r] = double(lse[r]) - double(x[r, targets[r]]) for a target in [0, V),
+//              0 otherwise (ignored rows, and targets >= V, which the total reports);
+//   then one block: result[0] = sum of row_loss in double (fixed order), result[1] = the first
+//   row whose target is >= V (or -1), result[2] = that target (or 0).
+// row_loss: N doubles of device workspace; result: 3 doubles of device memory. N >= 1, V >= 1.
+void launch_cross_entropy_forward(const void* logits, DT ldt, const std::int32_t* targets,
+                                  float* lse, double* row_loss, double* result, std::int64_t N,
+                                  std::int64_t V, cudaStream_t s);
+
+// dlogits[r, j] = round(exp(x[r,j] - lse[r]) * scale - (j == target - vocab_start ? scale : 0)),
+// 0 on ignored rows (target < 0); a target outside [vocab_start, vocab_start + V) subtracts
+// nothing. dlogits may be logits itself (each element is read and then written by one thread).
+// The whole-vocabulary backward is vocab_start = 0.
+void launch_cross_entropy_backward(const void* logits, DT ldt, const float* lse,
+                                   const std::int32_t* targets, std::int64_t vocab_start,
+                                   float scale, void* dlogits, DT ddt, std::int64_t N,
+                                   std::int64_t V, cudaStream_t s);
+
+// out[r] = max_j x[r, j] (f32; -inf for V = 0).
+void launch_row_max(const void* logits, DT ldt, float* out, std::int64_t N, std::int64_t V,
+                    cudaStream_t s);
+
+// out[r] = sum_j exp(x[r, j] - max[r]): f32 exponentials summed in double, rounded once to f32.
+void launch_row_sum_exp(const void* logits, DT ldt, const float* max, float* out, std::int64_t N,
+                        std::int64_t V, cudaStream_t s);
+
+// out[r] = x[r, targets[r] - vocab_start] when the target falls in [vocab_start, vocab_start + V),
+// else 0.
+void launch_target_logit(const void* logits, DT ldt, const std::int32_t* targets,
+                         std::int64_t vocab_start, float* out, std::int64_t N, std::int64_t V,
+                         cudaStream_t s);
+
+}  // namespace strata::cuda_ops
