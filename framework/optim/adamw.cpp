@@ -40,6 +40,10 @@ void check_buffers(const float* param, const float* grad, const float* m, const 
 
 }  // namespace
 
+AdamWConsts detail::adamw_consts(const AdamWHyper& h, std::int64_t step, float grad_scale) {
+  return make_consts(h, step, grad_scale);
+}
+
 void validate(const AdamWHyper& h) {
   auto nonneg = [](double x) { return std::isfinite(x) && x >= 0.0; };
   if (!nonneg(h.lr)) user_fail("optim", "AdamW lr must be finite and >= 0, got {}", h.lr);

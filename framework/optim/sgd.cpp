@@ -36,6 +36,10 @@ void check_buffers(const float* param, const float* grad, const float* buf, std:
 
 }  // namespace
 
+SgdConsts detail::sgd_consts(const SGDHyper& h, std::int64_t step, float grad_scale) {
+  return make_consts(h, step, grad_scale);
+}
+
 void validate(const SGDHyper& h) {
   auto nonneg = [](double x) { return std::isfinite(x) && x >= 0.0; };
   if (!nonneg(h.lr)) user_fail("optim", "SGD lr must be finite and >= 0, got {}", h.lr);

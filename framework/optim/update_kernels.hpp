@@ -10,6 +10,11 @@
 #include "framework/optim/chunked.hpp"
 #include "framework/optim/simd.hpp"
 
+namespace strata::optim {
+struct AdamWHyper;  // adamw.hpp
+struct SGDHyper;    // sgd.hpp
+}  // namespace strata::optim
+
 namespace strata::optim::detail {
 
 // AdamW's scalars of one step, rounded from double exactly as PyTorch rounds them (adamw.hpp).
@@ -38,6 +43,12 @@ struct SgdConsts {
   float damp1;   // f(1 - dampening)
   float neg_lr;  // f(-lr)
 };
+
+// The scalars of one step exactly as adamw.cpp / sgd.cpp compute them for their kernels (they
+// validate h and throw on step < 1 as the updates do): exposed so that another backend (the CUDA
+// kernels of backend/cuda/ops/optimizer.cu) runs on the very same float32 constants.
+AdamWConsts adamw_consts(const AdamWHyper& h, std::int64_t step, float grad_scale);
+SgdConsts sgd_consts(const SGDHyper& h, std::int64_t step, float grad_scale);
 
 struct UpdateKernels {
   void (*adamw)(float* p, const float* g, float* m, float* v, std::size_t n, const AdamWConsts& c);
