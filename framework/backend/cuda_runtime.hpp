@@ -17,7 +17,22 @@ std::string describe_devices();
 std::string runtime_version();
 
 void* malloc_device(std::size_t bytes, int device);
+// As malloc_device, but nullptr when the device has not that much memory free
+// (cudaErrorMemoryAllocation, which is cleared); other failures throw. Without CUDA: throws.
+void* malloc_device_nothrow(std::size_t bytes, int device);
 void free_device(void* p, int device);
+// The device's free and total memory (cudaMemGetInfo); {0, 0} without CUDA.
+struct DeviceMemoryInfo {
+  std::size_t free = 0, total = 0;
+};
+DeviceMemoryInfo device_memory_info(int device);
+// A GPU's name, memory and compute capability (`strata env`); name "" when it cannot be read.
+struct DeviceProperties {
+  std::string name;
+  std::size_t total_bytes = 0;
+  int major = 0, minor = 0;
+};
+DeviceProperties device_properties(int device);
 // Pinned (page-locked) host memory; falls back to nothing — callers use plain memory if
 // compiled() is false.
 void* malloc_pinned(std::size_t bytes);
@@ -39,5 +54,11 @@ void stream_wait_event(void* stream, void* event);
 void event_synchronize(void* event);
 bool event_query(void* event);
 void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, void* stream);
+// Sets `bytes` bytes of device memory to `value`, queued on `stream`.
+void memset_async(void* dst, int value, std::size_t bytes, void* stream);
+// Writes `count` copies of the `pattern_bytes`-byte value at `pattern` (1, 2, 4 or 8 bytes) to
+// device memory at dst, queued on `stream` (Tensor::fill of a GPU tensor).
+void fill_async(void* dst, const void* pattern, std::size_t pattern_bytes, std::size_t count,
+                void* stream);
 
 }  // namespace strata::cuda

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "framework/backend/cuda_runtime.hpp"
+#include "framework/backend/stream.hpp"
 #include "framework/core/convert.hpp"
 
 namespace strata {
@@ -163,9 +164,34 @@ Tensor Tensor::clone(const TensorOptions& o) const { return to(dtype_, o); }
 
 Tensor Tensor::to(DType dt, const TensorOptions& o) const {
   Tensor t = empty(shape_, dt, o);
+  const bool gpu = device().is_cuda() || o.device.is_cuda();
+  if (gpu && defined() && (dt != dtype_ || !is_contiguous())) {
+    // Converted (or made contiguous) on the host: a copy between devices moves bytes only.
+    STRATA_CHECK(!device().is_cuda() || is_contiguous(), "core",
+                 "a copy of a non-contiguous tensor {} on {} is not supported", shape_.str(),
+                 device().str());
+    const TensorOptions host{Device::cpu(), Tier::host, Category::workspace, o.ledger};
+    const Tensor h = device().is_cuda() ? clone(host) : *this;
+    t.copy_from(h.to(dt, host));
+    return t;
+  }
   t.copy_from(*this);
   return t;
 }
+
+namespace {
+cuda::CopyKind copy_kind(bool src_on_gpu, bool dst_on_gpu) {
+  return src_on_gpu && dst_on_gpu ? cuda::CopyKind::device_to_device
+         : src_on_gpu             ? cuda::CopyKind::device_to_host
+                                  : cuda::CopyKind::host_to_device;
+}
+
+// The stream a copy between a and b is ordered on: the current stream of the GPU involved (the
+// destination's when both are), so it runs after the kernels queued there that wrote the source.
+Stream copy_stream(const Tensor& src, const Tensor& dst) {
+  return current_stream(dst.device().is_cuda() ? dst.device() : src.device());
+}
+}  // namespace
 
 void Tensor::copy_from(const Tensor& src) {
   STRATA_CHECK(src.shape_ == shape_, "core", "copy of {} into {}", src.shape_.str(), shape_.str());
@@ -174,11 +200,19 @@ void Tensor::copy_from(const Tensor& src) {
   const bool sc = src.device().is_cuda(), dc = device().is_cuda();
   if (sc || dc) {
     STRATA_CHECK(src.dtype_ == dtype_ && src.is_contiguous() && is_contiguous(), "core",
-                 "device copies need the same dtype and contiguous tensors");
-    cuda::memcpy(raw(), src.raw(), nbytes(),
-                 sc && dc ? cuda::CopyKind::device_to_device
-                 : sc     ? cuda::CopyKind::device_to_host
-                          : cuda::CopyKind::host_to_device);
+                 "a copy between {} and {} needs one dtype and contiguous tensors ({} {} into {} "
+                 "{}): convert on one device first (ops::cast)",
+                 src.device().str(), device().str(), dtype_name(src.dtype_), src.shape_.str(),
+                 dtype_name(dtype_), shape_.str());
+    STRATA_CHECK(!(sc && dc) || src.device() == device(), "core",
+                 "a copy from {} to {} between two GPUs is not supported: stage it through the "
+                 "host", src.device().str(), device().str());
+    // Ordered after the work queued on the GPU's current stream (which wrote the source or still
+    // reads the destination), and complete when this returns: the host may read or reuse its
+    // side at once.
+    const Stream s = copy_stream(src, *this);
+    cuda::memcpy_async(raw(), src.raw(), nbytes(), copy_kind(sc, dc), s.handle());
+    s.synchronize();
     return;
   }
   if (src.is_contiguous() && is_contiguous()) {
@@ -197,10 +231,17 @@ void Tensor::copy_from(const Tensor& src) {
 void Tensor::fill(double v) {
   STRATA_CHECK(defined(), "core", "fill of an undefined tensor");
   if (device().is_meta()) return;
-  STRATA_CHECK(device().is_cpu(), "core", "fill on {} is not supported here", device().str());
   const std::size_t es = dtype_size(dtype_);
   alignas(8) unsigned char one[8];
   convert(&v, DType::f64, one, dtype_, 1);
+  if (device().is_cuda()) {
+    STRATA_CHECK(is_contiguous(), "core", "fill of a non-contiguous tensor {} on {}", shape_.str(),
+                 device().str());
+    if (numel() == 0) return;
+    cuda::fill_async(raw(), one, es, static_cast<std::size_t>(numel()),
+                     current_stream(device()).handle());
+    return;
+  }
   char* db = static_cast<char*>(storage_->data());
   if (is_contiguous()) {
     char* p = static_cast<char*>(raw());
@@ -224,11 +265,17 @@ void Tensor::zero() {
     std::memset(raw(), 0, nbytes());
     return;
   }
+  if (is_contiguous() && device().is_cuda()) {
+    // Queued on the device's current stream (the host does not wait).
+    if (numel() > 0) cuda::memset_async(raw(), 0, nbytes(), current_stream(device()).handle());
+    return;
+  }
   fill(0.0);
 }
 
 double Tensor::item(std::int64_t k) const {
   STRATA_CHECK(defined(), "core", "item() of an undefined tensor");
+  if (device().is_cuda()) return clone(TensorOptions{Device::cpu(), Tier::host}).item(k);
   STRATA_CHECK(device().is_cpu(), "core", "item() on {}", device().str());
   STRATA_CHECK(0 <= k && k < numel(), "core", "item {} of {} elements", k, numel());
   // Walk to the k-th element in row-major order.
@@ -244,6 +291,7 @@ double Tensor::item(std::int64_t k) const {
 }
 
 std::vector<float> Tensor::to_vector() const {
+  if (device().is_cuda()) return clone(TensorOptions{Device::cpu(), Tier::host}).to_vector();
   STRATA_CHECK(device().is_cpu(), "core", "to_vector() on {}", device().str());
   std::vector<float> out(static_cast<std::size_t>(numel()));
   Tensor c = contiguous();

@@ -23,6 +23,10 @@ class Allocator {
   // Gives back a block of allocate(bytes, tier, stream): cached for reuse or freed. A
   // stream-ordered allocator hands it out again only after the work queued on `stream` so far.
   virtual void release(void* p, std::size_t bytes, Tier tier, const Stream& stream) = 0;
+  // Marks block `p` (as allocate returned it) as used by work queued on `stream` too, besides
+  // the stream it was allocated for: a stream-ordered allocator then hands it out again only
+  // after that work (PyTorch's record_stream). Nothing to do where work runs at once (the CPU).
+  virtual void record_stream(void* p, const Stream& stream) {}
   // Frees every cached block.
   virtual void trim() = 0;
   virtual std::string_view name() const = 0;
@@ -30,8 +34,15 @@ class Allocator {
   virtual bool pinned() const { return false; }
 };
 
-// The allocator of a device's memory (its "device" tier; for the CPU, also its host tier).
+// The allocator of a device's memory (its "device" tier; for the CPU, also its host tier): the
+// host block cache for the CPU, the stream-ordered caching allocator (caching_allocator.hpp) for
+// a GPU.
 Allocator& device_allocator(Device device);
+// Test hook: makes device_allocator(device) return `a` until called again with nullptr (which
+// restores the built-in one). For tests that need a device whose memory runs out (a fake
+// allocator returning nullptr): `a` must outlive the storages allocated from it, and no other
+// thread may allocate on `device` meanwhile.
+void set_device_allocator_for_testing(Device device, Allocator* a);
 // Host memory for the host tier; `pinned` asks for page-locked memory, which a build without CUDA
 // (or a machine without a GPU) cannot give: then the plain host allocator (pinned() says so).
 Allocator& host_allocator(bool pinned);

@@ -38,7 +38,19 @@ void MemoryLedger::charge(Tier t, Category c, std::uint64_t bytes) {
       s_.tier_peak[ti] = std::max(s_.tier_peak[ti], s_.tier_current[ti]);
       return;
     }
-    ctx = OomContext{t, c, bytes, *cap, s_};
+    ctx = OomContext{t, c, bytes, *cap, s_, {}};
+    advisor = advisor_;
+  }
+  throw OutOfMemory(ctx, advisor ? advisor(ctx) : default_oom_advice(ctx));
+}
+
+void MemoryLedger::throw_refused(Tier t, Category c, std::uint64_t requested,
+                                 std::string refused_by) const {
+  OomAdvisor advisor;
+  OomContext ctx{};
+  {
+    std::lock_guard lk(mu_);
+    ctx = OomContext{t, c, requested, s_.tier_current[int(t)], s_, std::move(refused_by)};
     advisor = advisor_;
   }
   throw OutOfMemory(ctx, advisor ? advisor(ctx) : default_oom_advice(ctx));

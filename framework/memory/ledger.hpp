@@ -26,13 +26,19 @@ struct MemorySnapshot {
   std::array<std::uint64_t, kNumTiers> reserved{};
 };
 
-// What was asked for when a cap was exceeded; given to the advisor.
+// What was asked for when a cap was exceeded, or when the memory itself refused; given to the
+// advisor.
 struct OomContext {
   Tier tier;
   Category category;
   std::uint64_t requested;
+  // The tier's cap; when the memory itself refused, what storages held on the tier then (all
+  // that fit: the request was short by all of it).
   std::uint64_t cap;
   MemorySnapshot snapshot;
+  // Empty when a cap was exceeded; else who refused the memory below every cap ("the GPU cuda:0
+  // itself (...)"): the device is full, not the cap.
+  std::string refused_by = {};
 };
 
 // What an advisor says about an out-of-memory error.
@@ -66,6 +72,12 @@ class MemoryLedger {
   void charge(Tier t, Category c, std::uint64_t bytes);
   // Returns bytes charged earlier.
   void release(Tier t, Category c, std::uint64_t bytes);
+  // Throws the OutOfMemory for `requested` bytes of (t, c) that `refused_by` refused although no
+  // cap stood in the way (a GPU's caching allocator emptied its cache and cudaMalloc still
+  // failed): its message says who refused, what storages hold and the allocators keep on the
+  // tier, and the advisor's advice. Charges nothing.
+  [[noreturn]] void throw_refused(Tier t, Category c, std::uint64_t requested,
+                                  std::string refused_by) const;
   // Bytes a caching allocator keeps (free) for reuse on tier t, and gives back.
   void reserve(Tier t, std::uint64_t bytes);
   void unreserve(Tier t, std::uint64_t bytes);

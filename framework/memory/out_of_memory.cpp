@@ -9,12 +9,31 @@ namespace {
 std::string describe(const OomContext& c, const OomAdvice& advice) {
   const int t = int(c.tier);
   const std::uint64_t in_use = c.snapshot.tier_current[t];
-  std::string m = fmt::format(
-      "out of {} memory: tried to allocate {} for {}; the {} tier is capped at {} and {} is "
-      "already in use (short by {}).",
-      tier_name(c.tier), format_bytes(c.requested), category_name(c.category), tier_name(c.tier),
-      format_bytes(c.cap), format_bytes(in_use),
-      format_bytes(in_use + c.requested - std::min(c.cap, in_use + c.requested)));
+  std::string m;
+  if (!c.refused_by.empty()) {
+    // Below every cap: the memory itself is full.
+    const std::uint64_t reserved = c.snapshot.reserved[t];
+    m = fmt::format("out of {} memory: {} refused {} for {}; {} is allocated to storages on the "
+                    "{} tier and {} more is reserved ({}).",
+                    tier_name(c.tier), c.refused_by, format_bytes(c.requested),
+                    category_name(c.category), format_bytes(in_use), tier_name(c.tier),
+                    format_bytes(reserved),
+                    reserved > 0 ? "free blocks the caching allocators keep but could not give "
+                                   "back: parts of segments still in use, or blocks other streams "
+                                   "still use"
+                                 : "nothing cached");
+    if (const auto& cap = c.snapshot.cap[t])
+      m += fmt::format(" The {} tier's cap ({}) was not reached: the memory there is less than "
+                       "the cap allows (other processes may hold some).",
+                       tier_name(c.tier), format_bytes(*cap));
+  } else {
+    m = fmt::format(
+        "out of {} memory: tried to allocate {} for {}; the {} tier is capped at {} and {} is "
+        "already in use (short by {}).",
+        tier_name(c.tier), format_bytes(c.requested), category_name(c.category),
+        tier_name(c.tier), format_bytes(c.cap), format_bytes(in_use),
+        format_bytes(in_use + c.requested - std::min(c.cap, in_use + c.requested)));
+  }
   if (advice.step_needs)
     m += fmt::format(" A whole training step needs {} of {} memory (the memory planner's peak, "
                      "rounded up), not only this allocation.",
@@ -79,9 +98,15 @@ OomAdvice default_oom_advice(const OomContext& c) {
   } else {
     a.push_back("free disk space under nvme_path");
   }
-  a.push_back(fmt::format("or raise the {} cap (strata.memory.{}_limit): `strata plan --config "
-                          "CONFIG` prints what a whole step needs on each tier",
-                          tier_name(c.tier), tier_name(c.tier)));
+  if (!c.refused_by.empty())
+    a.push_back(fmt::format("or free the {} memory other processes hold, or use a machine with "
+                            "more: `strata plan --config CONFIG` prints what a whole step needs "
+                            "on each tier",
+                            tier_name(c.tier)));
+  else
+    a.push_back(fmt::format("or raise the {} cap (strata.memory.{}_limit): `strata plan --config "
+                            "CONFIG` prints what a whole step needs on each tier",
+                            tier_name(c.tier), tier_name(c.tier)));
   return out;
 }
 

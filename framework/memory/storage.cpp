@@ -28,9 +28,18 @@ std::shared_ptr<Storage> Storage::allocate(std::size_t bytes, Device device, Tie
                                                           : host_allocator(pinned);
   const Stream stream = current_stream(device);
   s->data_ = a.allocate(rounded, tier, stream);
-  if (!s->data_)
-    fail("memory", "the operating system refused {} of {} memory for {} ({})", format_bytes(rounded),
-         tier_name(tier), category_name(category), a.name());
+  if (!s->data_) {
+    // Below the cap but the memory itself is full (a GPU's allocator has already given back its
+    // cache and asked again): an OutOfMemory, with the ledger's breakdown and the advice, as for
+    // a cap. The message shows the ledger without this request.
+    s->charge_.reset();
+    ledger.throw_refused(
+        tier, category, bytes,
+        device.is_cuda()
+            ? fmt::format("the GPU {} itself (cudaMalloc failed even after its caching allocator "
+                          "gave back the free segments it kept)", device.str())
+            : fmt::format("the operating system ({}, after its cache was emptied)", a.name()));
+  }
   s->deleter_ = [&a, rounded, tier, stream](void* p) { a.release(p, rounded, tier, stream); };
   return s;
 }

@@ -17,7 +17,8 @@ class Storage {
  public:
   // Allocates bytes on device, charged to ledger under (tier, category), from the device's
   // allocator (or the host allocator, pinned when asked and possible, for the host tier).
-  // Throws OutOfMemory when the tier's cap would be passed.
+  // Throws OutOfMemory when the tier's cap would be passed, or when the memory itself is full
+  // (cudaMalloc fails even after the GPU's caching allocator gave back its cache).
   // On the meta device only the charge is made (data() is nullptr).
   static std::shared_ptr<Storage> allocate(std::size_t bytes, Device device, Tier tier,
                                            Category category,

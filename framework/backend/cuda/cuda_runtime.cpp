@@ -44,6 +44,15 @@ std::string describe_devices() {
   return out.empty() ? "none visible" : out;
 }
 
+DeviceProperties device_properties(int device) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+    cudaGetLastError();
+    return {};
+  }
+  return {p.name, p.totalGlobalMem, p.major, p.minor};
+}
+
 std::string runtime_version() {
   int v = 0;
   cudaRuntimeGetVersion(&v);
@@ -55,6 +64,23 @@ void* malloc_device(std::size_t bytes, int device) {
   void* p = nullptr;
   STRATA_CHECK_CUDA(cudaMalloc(&p, bytes));
   return p;
+}
+void* malloc_device_nothrow(std::size_t bytes, int device) {
+  STRATA_CHECK_CUDA(cudaSetDevice(device));
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it so the next call does not report it
+    return nullptr;
+  }
+  STRATA_CHECK_CUDA(e);
+  return p;
+}
+DeviceMemoryInfo device_memory_info(int device) {
+  STRATA_CHECK_CUDA(cudaSetDevice(device));
+  DeviceMemoryInfo info;
+  STRATA_CHECK_CUDA(cudaMemGetInfo(&info.free, &info.total));
+  return info;
 }
 void free_device(void* p, int device) {
   if (!p) return;
@@ -123,6 +149,18 @@ bool event_query(void* event) {
 }
 void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, void* stream) {
   STRATA_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), static_cast<cudaStream_t>(stream)));
+}
+
+cudaError_t fill_async_impl(void* dst, const void* pattern, std::size_t pattern_bytes,
+                            std::size_t count, void* stream);  // fill.cu
+
+void fill_async(void* dst, const void* pattern, std::size_t pattern_bytes, std::size_t count,
+                void* stream) {
+  STRATA_CHECK_CUDA(fill_async_impl(dst, pattern, pattern_bytes, count, stream));
+}
+
+void memset_async(void* dst, int value, std::size_t bytes, void* stream) {
+  STRATA_CHECK_CUDA(cudaMemsetAsync(dst, value, bytes, static_cast<cudaStream_t>(stream)));
 }
 
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
