@@ -96,6 +96,23 @@ json simd_flags() {
           {"avx512bf16", __builtin_cpu_supports("avx512bf16") != 0}};
 }
 
+// The visible GPUs: each one's name, memory (total and free now) and compute capability; why
+// none is visible otherwise.
+json gpus() {
+  json list = json::array();
+  const int n = cuda::device_count();
+  for (int i = 0; i < n; ++i) {
+    const cuda::DeviceProperties p = cuda::device_properties(i);
+    const cuda::DeviceMemoryInfo m = cuda::device_memory_info(i);
+    list.push_back({{"index", i},
+                    {"name", p.name},
+                    {"total_bytes", p.total_bytes},
+                    {"free_bytes", m.free},
+                    {"compute_capability", fmt::format("{}.{}", p.major, p.minor)}});
+  }
+  return {{"count", n}, {"devices", list}, {"summary", cuda::describe_devices()}};
+}
+
 json report() {
   json features = json::array();
   for (const auto& f : build_features()) {
@@ -123,7 +140,7 @@ json report() {
         {"logical_cores", std::thread::hardware_concurrency()},
         {"simd", simd_flags()}}},
       {"host_memory_bytes", pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * page : 0},
-      {"gpus", {{"count", cuda::device_count()}, {"devices", cuda::describe_devices()}}},
+      {"gpus", gpus()},
       {"libraries",
        {{"fmt",
          fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
@@ -152,7 +169,16 @@ void print_text(const json& r) {
   std::cout << fmt::format("{:<13}{}\n", "cpu simd", simd);
   std::cout << fmt::format("{:<13}{}\n", "host memory",
                            format_bytes(r["host_memory_bytes"].get<std::uint64_t>()));
-  std::cout << fmt::format("{:<13}{}\n", "gpus", r["gpus"]["devices"].get<std::string>());
+  const json& gpus = r["gpus"];
+  if (gpus["devices"].empty())
+    std::cout << fmt::format("{:<13}{}\n", "gpus", gpus["summary"].get<std::string>());
+  for (const json& g : gpus["devices"])
+    std::cout << fmt::format("{:<13}cuda:{} {}, {} free of {}, compute capability {}\n",
+                             g["index"].get<int>() == 0 ? "gpus" : "",
+                             g["index"].get<int>(), g["name"].get<std::string>(),
+                             format_bytes(g["free_bytes"].get<std::uint64_t>()),
+                             format_bytes(g["total_bytes"].get<std::uint64_t>()),
+                             g["compute_capability"].get<std::string>());
   std::string libs;
   for (const auto& [name, v] : r["libraries"].items())
     libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", name, v.get<std::string>());

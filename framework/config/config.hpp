@@ -203,6 +203,8 @@ struct StrataSection {
   // micro-batch's backward (Trainer::step_unit): no whole-model gradient is kept, and offloaded
   // optimizer state moves while backward computes.
   bool optimizer_in_backward = false;
+  // f32 GPU matrix products may use TF32 tensor cores (framework/backend/math_mode.hpp).
+  bool allow_tf32 = false;
   ActivationDtype activation_dtype = ActivationDtype::automatic;
   Memory memory;
   Model model;

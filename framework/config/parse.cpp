@@ -548,6 +548,7 @@ void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.pipeline_parallel_size", s.pipeline_parallel_size, IntRange{1});
   r.get("strata.activation_checkpointing", s.activation_checkpointing);
   r.get("strata.optimizer_in_backward", s.optimizer_in_backward);
+  r.get("strata.allow_tf32", s.allow_tf32);
   r.choice<ActivationDtype>("strata.activation_dtype", s.activation_dtype,
                             {{"auto", ActivationDtype::automatic}, {"f32", ActivationDtype::f32}});
 

@@ -224,6 +224,10 @@ constexpr KeySpec kSchema[] = {
      "micro-batches (docs/parallelism.md)."},
     {"strata.activation_checkpointing", K::boolean, "false",
      "Drop each block's saved activations and recompute them in backward."},
+    {"strata.allow_tf32", K::boolean, "false",
+     "Let f32 matrix products on a GPU use TF32 tensor cores (10-bit mantissa products, f32 "
+     "sums: faster, about 1e-3 relative error; PyTorch's torch.backends.cuda.matmul.allow_tf32). "
+     "Off: f32 products are exact f32 (docs/gpu.md). No effect on the CPU or on 16-bit products."},
     {"strata.optimizer_in_backward", K::boolean, "false",
      "Update each unit as soon as its gradient is complete in the last micro-batch's backward "
      "(PyTorch's optimizer hooks in backward): offloaded gradients are never written, and "

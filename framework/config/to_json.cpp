@@ -168,6 +168,7 @@ json strata_json(const StrataSection& s) {
       {"pipeline_parallel_size", s.pipeline_parallel_size},
       {"activation_checkpointing", s.activation_checkpointing},
       {"optimizer_in_backward", s.optimizer_in_backward},
+      {"allow_tf32", s.allow_tf32},
       {"activation_dtype", s.activation_dtype == ActivationDtype::f32 ? "f32" : "auto"},
       {"memory",
        {{"device_limit", optional_size(s.memory.device_limit)},

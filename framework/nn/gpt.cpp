@@ -19,6 +19,12 @@ Tensor wrap_i32(const std::int32_t* p, int B, int T) {
 // A copy kept for backward (the caller's batch buffers are refilled for the next micro-batch).
 Tensor saved_copy(const Context& ctx, const Tensor& t) { return t.clone(ctx.activations); }
 
+// The batch lives in host memory; a model computing on a GPU reads a copy of it there. On the
+// CPU and the meta device (a plan reads host batches) the tensor itself.
+Tensor on_compute_device(const Context& ctx, const Tensor& t) {
+  return ctx.activations.device.is_cuda() && !t.device().is_cuda() ? saved_copy(ctx, t) : t;
+}
+
 }  // namespace
 
 std::int64_t GptConfig::num_parameters() const {
@@ -95,18 +101,22 @@ void Gpt::set_checkpointing(bool on) {
   for (auto& b : blocks_) b->set_checkpointing(on);
 }
 
-Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
+void Gpt::check_tokens(const Tensor& tokens) const {
   STRATA_CHECK(tokens.rank() == 2 && tokens.dtype() == DType::i32, "nn",
                "GPT tokens must be i32 [B, T], got {} {}", dtype_name(tokens.dtype()),
                tokens.shape().str());
   const std::int64_t T = tokens.dim(1), N = tokens.numel();
   STRATA_CHECK(T >= 1 && T <= cfg_.block_size, "nn", "sequence length {} exceeds block_size {}", T,
                cfg_.block_size);
-  const std::int32_t* tok = tokens.data<std::int32_t>();
+  const std::int32_t* tok = tokens.data<std::int32_t>();  // the batch is in host memory
   for (std::int64_t i = 0; i < N; ++i)
     STRATA_CHECK(tok[i] >= 0 && tok[i] < cfg_.vocab_size, "nn",
                  "token {} at position {} is outside the vocabulary [0, {})", tok[i], i,
                  cfg_.vocab_size);
+}
+
+Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
+  const std::int64_t T = tokens.dim(1), N = tokens.numel();
   ctx.before_forward(0);
   Tensor x = ctx.act(Shape{N, cfg_.n_embd});
   embed(ctx, tokens, x);
@@ -169,22 +179,27 @@ double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
   STRATA_CHECK(targets.shape() == tokens.shape() && targets.dtype() == DType::i32, "nn",
                "GPT targets {} {} do not match tokens {}", dtype_name(targets.dtype()),
                targets.shape().str(), tokens.shape().str());
-  Tensor xf = trunk(ctx, tokens);
+  check_tokens(tokens);
   const std::int64_t N = tokens.numel();
   const Tensor tgt = targets.view(Shape{N});
+  std::int64_t valid = 0;
+  const std::int32_t* t = tgt.data<std::int32_t>();  // the batch is in host memory
+  for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
+  const Tensor dtok = on_compute_device(ctx, tokens), dtgt = on_compute_device(ctx, tgt);
+  Tensor xf = trunk(ctx, dtok);
   ctx.before_forward(0);  // the head uses the tied token embedding
   Tensor logits = ctx.act(Shape{N, value_of(*wte_).dim(0)});  // this part's vocabulary slice
   ops::matmul(xf, value_of(*wte_), logits, false, true);
   ctx.after_forward(0);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum = head_loss(ctx, logits, tgt, lse);
-  std::int64_t valid = 0;
-  const std::int32_t* t = tgt.data<std::int32_t>();
-  for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
+  const double sum = head_loss(ctx, logits, dtgt, lse);
   // Kept for backward: the tokens and targets (the batch buffers are refilled for the next
-  // micro-batch), the head's input, the logits (backward turns them into their gradient in
-  // place) and their log-sum-exps.
-  save(ctx, {saved_copy(ctx, tokens), saved_copy(ctx, tgt), xf, logits, lse}, {valid});
+  // micro-batch: a GPU's copies are already the model's own), the head's input, the logits
+  // (backward turns them into their gradient in place) and their log-sum-exps.
+  auto kept = [&](const Tensor& on_device, const Tensor& given) {
+    return on_device.storage() == given.storage() ? saved_copy(ctx, given) : on_device;
+  };
+  save(ctx, {kept(dtok, tokens), kept(dtgt, tgt), xf, logits, lse}, {valid});
   return valid > 0 ? sum / static_cast<double>(valid) : 0.0;
 }
 
@@ -224,7 +239,9 @@ Tensor Gpt::logits(Context& ctx, const std::int32_t* tokens, int B, int T) {
   ctx.grad_enabled = false;
   Tensor xf;
   try {
-    xf = trunk(ctx, wrap_i32(tokens, B, T));
+    const Tensor host = wrap_i32(tokens, B, T);
+    check_tokens(host);
+    xf = trunk(ctx, on_compute_device(ctx, host));
   } catch (...) {
     ctx.grad_enabled = saved;
     throw;

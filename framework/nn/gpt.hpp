@@ -67,7 +67,10 @@ class Gpt : public Model {
  private:
   friend class GptStage;  // a pipeline stage runs a part of this model's layers
   double forward(Context& ctx, const Tensor& tokens, const Tensor& targets);
-  Tensor trunk(Context& ctx, const Tensor& tokens);  // → ln_f output [N, C]
+  // Host tokens i32 [B, T] with 1 <= T <= block_size, every one in the vocabulary.
+  void check_tokens(const Tensor& tokens) const;
+  // Tokens checked and on the compute device → ln_f output [N, C].
+  Tensor trunk(Context& ctx, const Tensor& tokens);
   // The pieces a tensor-parallel part runs differently, shared with GptStage: the token and
   // position embedding into x [N, C] (a part looks up its vocabulary slice and the parts' sum is
   // the whole); the cross-entropy's sum over tokens of its logits [N, V or V/tp] (lse [N] kept

@@ -163,7 +163,13 @@ void ParamStore::initialize(std::uint64_t seed) {
     // Stored range: the whole unit, or only the owned slice.
     const std::int64_t lo = opts_.shard_values ? l.lo : 0;
     const std::int64_t hi = opts_.shard_values ? l.hi : l.padded;
-    Tensor dst = opts_.shard_values ? acquire_value_shard(u) : values_[u];
+    const Tensor stored = opts_.shard_values ? acquire_value_shard(u) : values_[u];
+    // Values on a GPU are drawn into host memory and copied there once per unit.
+    const bool gpu = stored.device().is_cuda();
+    Tensor dst = gpu ? Tensor::zeros(stored.shape(), stored.dtype(),
+                                     TensorOptions{Device::cpu(), Tier::host, Category::workspace,
+                                                   stored.storage()->ledger()})
+                     : stored;
     // A plan (meta device) has sizes but no values to write.
     for (std::size_t i = 0; i < l.params.size() && !dst.device().is_meta(); ++i) {
       const std::int64_t a = std::max(lo, l.offsets[i]);
@@ -176,6 +182,7 @@ void ParamStore::initialize(std::uint64_t seed) {
               static_cast<char*>(dst.raw()) + (a - lo) * static_cast<std::int64_t>(dtype_size(dst.dtype())),
               dst.dtype(), n);
     }
+    if (gpu) Tensor(stored).copy_from(dst);
     if (opts_.shard_values) release_value_shard(u, true);
   }
 }

@@ -100,6 +100,11 @@ Work Group::start(OpDesc op, ConstSpan in, Span out, void (CommImpl::*fn)(const 
   CommImpl* impl = st.host.get();
   if (dev.is_cuda() && !st.device_via_host) {
     std::lock_guard lk(st.device_mu);
+    if (!st.device && size() == 1) {
+      // One rank: the local transport's copies, ordered on the current stream (no NCCL).
+      st.device = local::init(st.tracker);
+      st.device_index = dev.index;
+    }
     if (!st.device) {
       if (!nccl::is_available())
         user_fail("comm", "{} on {} buffers of {}: device buffers need the NCCL transport, but {}",

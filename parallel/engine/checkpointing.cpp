@@ -54,6 +54,34 @@ Tensor on_host(const Tensor& t, std::vector<Tensor>& keep) {
   return keep.back();
 }
 
+// A unit's optimizer state and parameter slice as a checkpoint reads or writes them: in host
+// memory. On the CPU the tensors themselves; on a GPU host copies of them, which copy_back()
+// returns to the device after a load (the checkpoint code addresses elements on the host).
+class HostMirror {
+ public:
+  Tensor of(const Tensor& t) {
+    if (!t.defined() || !t.device().is_cuda()) return t;
+    pairs_.emplace_back(t, on_host(t, keep_));
+    return pairs_.back().second;
+  }
+  train::UnitOptimizerState of(const train::UnitOptimizerState& s) {
+    train::UnitOptimizerState h;
+    for (auto [from, to] : {std::pair{&s.master, &h.master}, {&s.m, &h.m}, {&s.v, &h.v},
+                            {&s.m_codes, &h.m_codes}, {&s.v_codes, &h.v_codes},
+                            {&s.m_absmax, &h.m_absmax}, {&s.v_absmax, &h.v_absmax},
+                            {&s.factored, &h.factored}, {&s.errors, &h.errors}})
+      *to = of(*from);
+    return h;
+  }
+  void copy_back() {
+    for (auto& [device, host] : pairs_) Tensor(device).copy_from(host);
+  }
+
+ private:
+  std::vector<Tensor> keep_;
+  std::vector<std::pair<Tensor, Tensor>> pairs_;
+};
+
 // Waits for w. On the background saver's thread (polling = true) it looks at w now and then,
 // sleeping in between, and leaves its progress to the communication thread instead of driving
 // MPI progress itself in a spin, which would take a core from training (and, from a low-priority
@@ -306,15 +334,14 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
       const StateSaveRange r = save_range(u);
       train::UnitOptimizerState& s = states.acquire(u);
       try {
-        std::vector<Tensor> keep;
+        HostMirror host;
         const nn::ValueShardScope vshard(store_, u, false);
-        for (const auto& sl :
-             unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, vshard.get()), keep),
-                         pipeline_.tp_index))
+        const train::UnitOptimizerState hs = host.of(s);
+        for (const auto& sl : unit_slices(l, r.a, r.b, ck::kParam,
+                                          host.of(master_of(store_, hs, vshard.get())),
+                                          pipeline_.tp_index))
           writer.add(sl);
-        STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
-                     "saving optimizer state from device memory is not implemented");
-        for_each_state_slice(trainer_, l, u, r, s, pipeline_.tp_index,
+        for_each_state_slice(trainer_, l, u, r, hs, pipeline_.tp_index,
                              [&](const ck::SliceRef& sl) { writer.add(sl); });
       } catch (...) {
         states.release(u, false);
@@ -369,14 +396,14 @@ void Checkpointer::save_async(ck::SaveSpec spec, ck::RankState rs) {
     const StateSaveRange r = save_range(u);
     train::UnitOptimizerState& s = states.acquire(u);
     try {
-      std::vector<Tensor> keep;
+      HostMirror host;
       const nn::ValueShardScope held(store_, u, false);
-      for (const auto& sl : unit_slices(l, r.a, r.b, ck::kParam, on_host(master_of(store_, s, held.get()), keep),
+      const train::UnitOptimizerState hs = host.of(s);
+      for (const auto& sl : unit_slices(l, r.a, r.b, ck::kParam,
+                                        host.of(master_of(store_, hs, held.get())),
                                         pipeline_.tp_index))
         job.slices.push_back(arena.stage(sl));
-      STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
-                   "saving optimizer state from device memory is not implemented");
-      for_each_state_slice(trainer_, l, u, r, s, pipeline_.tp_index,
+      for_each_state_slice(trainer_, l, u, r, hs, pipeline_.tp_index,
                            [&](const ck::SliceRef& sl) { job.slices.push_back(arena.stage(sl)); });
     } catch (...) {
       states.release(u, false);
@@ -460,10 +487,10 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
       train::UnitOptimizerState& s = states.acquire(u);
       try {
         const nn::ValueShardScope held(store_, u, true);
-        const Tensor& vshard = held.get();
+        HostMirror host;  // a GPU's state is read into host copies, then copied back
+        const Tensor vshard = host.of(held.get());
+        train::UnitOptimizerState hs = host.of(s);
         auto read = [&](std::string_view kind, const Tensor& dst) {
-          STRATA_CHECK(!dst.device().is_cuda(), "checkpoint",
-                       "loading into device memory is not implemented");
           for (const ck::FlatPiece& p : pieces) {
             const nn::Parameter& prm = *l.params[p.param];
             float* at = static_cast<float*>(dst.raw()) + (p.flat_begin - l.lo);
@@ -473,19 +500,18 @@ void Checkpointer::load_local(const std::string& step_dir, bool weights_only,
             });
           }
         };
-        read(ck::kParam, master_of(store_, s, vshard));
+        read(ck::kParam, master_of(store_, hs, vshard));
         if (pd != DType::f32) {
           // 16-bit parameters: rounded from the masters exactly as the optimizer step writes them.
           for (const ck::FlatPiece& p : pieces) {
             const std::int64_t off = p.flat_begin - l.lo;
-            convert(s.master.data<float>() + off, DType::f32,
+            convert(hs.master.data<float>() + off, DType::f32,
                     static_cast<unsigned char*>(vshard.raw()) + off * dtype_size(pd), pd,
                     static_cast<std::size_t>(p.end - p.begin));
           }
         }
-        STRATA_CHECK(!s.m.defined() || !s.m.device().is_cuda(), "checkpoint",
-                     "loading into device memory is not implemented");
-        read_state(reader, trainer_, l, u, s, with_moments, dp_.rank(), dp_.size());
+        read_state(reader, trainer_, l, u, hs, with_moments, dp_.rank(), dp_.size());
+        host.copy_back();
       } catch (...) {
         states.release(u, true);
         throw;

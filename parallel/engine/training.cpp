@@ -1,5 +1,8 @@
 #include "parallel/engine/training.hpp"
 
+#include <cstdlib>
+
+#include "framework/backend/math_mode.hpp"
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
 #include "offload/value_shard_store.hpp"
@@ -105,6 +108,39 @@ EngineOptions engine_options(const config::Config& cfg) {
   return eo;
 }
 
+namespace {
+
+// This process's rank among those on its host (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK, Slurm's
+// SLURM_LOCALID, torchrun's LOCAL_RANK): the GPU it takes. The world's rank when none is set.
+int local_rank(const Group& world) {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"})
+    if (const char* s = std::getenv(v); s && *s) return std::atoi(s);
+  return world.rank();
+}
+
+// What a job on a GPU can do today: one rank, AdamW or SGD, no offload, no pipeline (the CUDA
+// backend's engine paths that have been written; docs/gpu.md). Anything else is one line naming
+// it, never a silent CPU run.
+void check_gpu_job(const config::Config& cfg, const Group& world, Device device) {
+  auto refuse = [&](const std::string& what) {
+    user_fail("engine", "strata.device is \"cuda\" ({}) but {} does not run on a GPU yet: {}",
+              device.str(), what, "set strata.device to \"cpu\" for this job");
+  };
+  if (world.size() > 1)
+    refuse(fmt::format("a job of {} ranks (NCCL training paths are not written yet)", world.size()));
+  const auto& z = cfg.zero_optimization;
+  if (z.offload_optimizer.device != config::OffloadDevice::none ||
+      z.offload_param.device != config::OffloadDevice::none)
+    refuse("offload (zero_optimization.offload_optimizer / offload_param)");
+  if (cfg.strata.optimizer_in_backward) refuse("strata.optimizer_in_backward");
+  const train::OptimizerKind k = train::trainer_options(cfg).optimizer;
+  if (k != train::OptimizerKind::adamw && k != train::OptimizerKind::sgd)
+    refuse(fmt::format("the {} optimizer (it has no CUDA kernels; AdamW and SGD have)",
+                       train::optimizer_name(k)));
+}
+
+}  // namespace
+
 Training::Training(config::Config cfg, const Group& world, nn::Model& model, TrainingExtras extras)
     : cfg_(std::move(cfg)),
       model_(model),
@@ -115,8 +151,10 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   if (!planning) {
     // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.
     // (A plan runs on the meta device whatever the config's device: it may be for another machine.)
-    const Device device = train::compute_device(cfg_);
-    STRATA_CHECK(device.is_cpu(), "engine", "device {} is not supported by the assembly yet", device.str());
+    const Device device = train::compute_device(cfg_, local_rank(world));
+    if (device.is_cuda()) check_gpu_job(cfg_, world, device);
+    extras.device = device;
+    set_allow_tf32(cfg_.strata.allow_tf32);
   }
   if (extras.model_factory) plan::resolve_auto_micro_batch(cfg_, world.size(), extras.model_factory);
   config::resolve_batch(cfg_, grid_.dp_size());

@@ -44,13 +44,15 @@ std::vector<Trial> candidates(const config::Config& cfg, const Trials& trials, T
         run(fmt::format("shard over the data-parallel ranks with ZeRO stage {}", s),
             {fmt::format("zero_optimization.stage={}", s)});
     const std::string stage1 = "zero_optimization.stage=1";
-    if (oo.device == OffloadDevice::none) {
+    // Offload from a GPU's memory is not written yet (docs/gpu.md): a GPU job would refuse it.
+    const bool can_offload = cfg.strata.device != DeviceType::cuda;
+    if (oo.device == OffloadDevice::none && can_offload) {
       std::vector<std::string> sets;
       if (z.stage < 1) sets.push_back(stage1);  // optimizer offload needs stage >= 1
       sets.push_back("zero_optimization.offload_optimizer.device=cpu");
       run("keep optimizer state in host memory", sets);
     }
-    if (op.device == OffloadDevice::none) {
+    if (op.device == OffloadDevice::none && can_offload) {
       std::vector<std::string> sets;
       if (z.stage != 3) sets.push_back("zero_optimization.stage=3");  // parameter offload: stage 3
       sets.push_back("zero_optimization.offload_param.device=cpu");

@@ -45,6 +45,9 @@ Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactor
         fmt::format("zero_optimization.offload_param.device={}", rung.param)};
     std::string skipped;
     if (rung.shards && one) skipped = "shards nothing on one rank";
+    const bool offloads = std::string(rung.optimizer) != "none" || std::string(rung.param) != "none";
+    if (offloads && cfg.strata.device == DeviceType::cuda)
+      skipped = "offload from a GPU is not implemented yet (docs/gpu.md)";
     if (std::string(rung.optimizer) == "nvme") {
       if (nvme_path.empty())
         skipped = "needs an NVMe directory: set zero_optimization.offload_optimizer.nvme_path";

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "framework/backend/cuda_runtime.hpp"
+#include "framework/backend/stream.hpp"
 #include "framework/core/error.hpp"
 #include "parallel/comm/transports.hpp"
 
@@ -12,10 +13,14 @@ namespace strata::parallel {
 
 namespace {
 
+// GPU buffers: queued on the device's current stream, after the kernels that wrote the source
+// and before those that read the destination (the calling thread's stream: the one its work is
+// ordered on), so the host need not wait.
 void copy(void* dst, const void* src, std::size_t bytes, Device dev) {
   if (bytes == 0 || dst == src) return;
   if (dev.is_cuda())
-    cuda::memcpy(dst, src, bytes, cuda::CopyKind::device_to_device);
+    cuda::memcpy_async(dst, src, bytes, cuda::CopyKind::device_to_device,
+                       current_stream(dev).handle());
   else
     std::memmove(dst, src, bytes);
 }

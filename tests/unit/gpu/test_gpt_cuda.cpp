@@ -1,0 +1,223 @@
+// GPT training on a GPU against the same job on the CPU (one rank, the whole engine: Training,
+// ZeRO hooks, Trainer, checkpoints). Every test is named cuda_* (labelled `cuda`, run by
+// scripts/gpu-check) and skips, saying why, where no GPU and CUDA kernels are present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "framework/backend/cuda_runtime.hpp"
+#include "framework/backend/ops/op_table.hpp"
+#include "framework/memory/out_of_memory.hpp"
+#include "tests/unit/plan/plan_test_util.hpp"
+
+namespace strata {
+namespace {
+
+using plan_test::gpt_config;
+using plan_test::one_rank;
+
+std::string why_no_gpu() {
+  if (!cuda::compiled()) return "this build has no CUDA support";
+  if (!ops::cuda_op_table()) return "this build has no CUDA kernels";
+  if (cuda::device_count() == 0) return "no GPU is visible: " + cuda::describe_devices();
+  return "";
+}
+#define SKIP_WITHOUT_GPU() \
+  if (const std::string why = why_no_gpu(); !why.empty()) GTEST_SKIP() << why
+
+// A small GPT (2 layers, C = 64, T = 32, vocab 64) with `sets` applied, on `device`.
+config::Config job_config(const std::string& device, std::vector<std::string> sets = {}) {
+  sets.push_back("strata.device=" + device);
+  return gpt_config(sets);
+}
+
+// Tokens a function of (step, position) only: both devices see the same batches.
+struct Feed {
+  std::int64_t k = 0;
+  void operator()(nn::Batch& b) {
+    for (const char* f : {"tokens", "targets"}) {
+      auto* p = b[f].data<std::int32_t>();
+      const std::int64_t salt = f[0] == 't' && f[1] == 'a' ? 1 : 0;
+      for (std::int64_t i = 0; i < b[f].numel(); ++i)
+        p[i] = static_cast<std::int32_t>((k * 131 + (i + salt) * 7 + (i * i) % 13) % 64);
+    }
+    ++k;
+  }
+};
+
+struct Trained {
+  std::vector<double> losses;
+  std::vector<float> masters;  // every unit's f32 master, concatenated
+};
+
+std::vector<float> masters_of(parallel::Training& job) {
+  std::vector<float> out;
+  for (std::size_t u = 0; u < job.store().num_units(); ++u) {
+    const std::vector<float> m = job.trainer().master_shard(u).to_vector();
+    out.insert(out.end(), m.begin(), m.end());
+  }
+  return out;
+}
+
+Trained train(const config::Config& cfg, int steps) {
+  nn::Gpt model(train::gpt_config(cfg));
+  parallel::Training job(cfg, one_rank(), model);
+  Trained r;
+  Feed feed;
+  for (int s = 0; s < steps; ++s)
+    r.losses.push_back(job.step([&](nn::Batch& b) { feed(b); }).loss);
+  r.masters = masters_of(job);
+  return r;
+}
+
+double max_rel(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::abs(a[i] - b[i]) / std::max(1e-12, std::abs(b[i])));
+  return m;
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    n += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(d / std::max(n, 1e-30));
+}
+
+TEST(GptCuda, cuda_F32LossesMatchTheCpuOver20Steps) {
+  SKIP_WITHOUT_GPU();
+  const Trained cpu = train(job_config("cpu"), 20), gpu = train(job_config("cuda"), 20);
+  ASSERT_EQ(gpu.losses.size(), 20u);
+  for (double l : gpu.losses) ASSERT_TRUE(std::isfinite(l));
+  EXPECT_LT(max_rel(gpu.losses, cpu.losses), 1e-5) << "first losses cpu " << cpu.losses[0]
+                                                   << " gpu " << gpu.losses[0];
+  EXPECT_LT(rel_l2(gpu.masters, cpu.masters), 1e-4);
+  EXPECT_LT(gpu.losses.back(), gpu.losses.front());  // it learns
+}
+
+TEST(GptCuda, cuda_Bf16TracksF32) {
+  SKIP_WITHOUT_GPU();
+  const Trained f32 = train(job_config("cuda"), 20), bf16 = train(job_config("cuda", {"bf16.enabled=true"}), 20);
+  EXPECT_LT(max_rel(bf16.losses, f32.losses), 3e-2);
+  EXPECT_LT(rel_l2(bf16.masters, f32.masters), 3e-2);
+}
+
+TEST(GptCuda, cuda_Fp16WithLossScalingTracksF32) {
+  SKIP_WITHOUT_GPU();
+  const Trained f32 = train(job_config("cuda"), 20), fp16 = train(job_config("cuda", {"fp16.enabled=true"}), 20);
+  EXPECT_LT(max_rel(fp16.losses, f32.losses), 3e-2);
+}
+
+TEST(GptCuda, cuda_RunsAreBitwiseRepeatable) {
+  SKIP_WITHOUT_GPU();
+  for (const char* precision : {"bf16.enabled=false", "bf16.enabled=true"}) {
+    const Trained a = train(job_config("cuda", {precision}), 5), b = train(job_config("cuda", {precision}), 5);
+    EXPECT_EQ(a.losses, b.losses) << precision;
+    EXPECT_EQ(a.masters, b.masters) << precision;
+  }
+}
+
+TEST(GptCuda, cuda_ActivationCheckpointingIsBitwiseTheSame) {
+  SKIP_WITHOUT_GPU();
+  for (const char* precision : {"bf16.enabled=false", "bf16.enabled=true"}) {
+    const Trained plain = train(job_config("cuda", {precision}), 5);
+    const Trained ckpt = train(job_config("cuda", {precision, "strata.activation_checkpointing=true"}), 5);
+    EXPECT_EQ(plain.losses, ckpt.losses) << precision;
+    EXPECT_EQ(plain.masters, ckpt.masters) << precision;
+  }
+}
+
+TEST(GptCuda, cuda_ZeroStagesOnOneRankEqualStageZero) {
+  SKIP_WITHOUT_GPU();
+  const Trained z0 = train(job_config("cuda", {"bf16.enabled=true"}), 5);
+  for (const char* stage : {"zero_optimization.stage=1", "zero_optimization.stage=2",
+                            "zero_optimization.stage=3"}) {
+    const Trained z = train(job_config("cuda", {"bf16.enabled=true", stage}), 5);
+    EXPECT_EQ(z.losses, z0.losses) << stage;
+    EXPECT_EQ(z.masters, z0.masters) << stage;
+  }
+}
+
+TEST(GptCuda, cuda_SgdMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::string> sgd = {"optimizer.type=SGD", "optimizer.params.lr=0.05",
+                                        "optimizer.params.momentum=0.9"};
+  auto with = [&](const char* d) { return job_config(d, sgd); };
+  const Trained cpu = train(with("cpu"), 10), gpu = train(with("cuda"), 10);
+  EXPECT_LT(max_rel(gpu.losses, cpu.losses), 1e-5);
+}
+
+// A checkpoint moves between the devices with every bit of its state: written on one device,
+// loaded on the other and written again, the two step directories hold the same masters and
+// moments; and training on from it goes on as on the device that wrote it.
+TEST(GptCuda, cuda_CheckpointsMoveBetweenCpuAndGpuBitwise) {
+  SKIP_WITHOUT_GPU();
+  const auto root = std::filesystem::temp_directory_path() /
+                    ("strata-gpu-ckpt-" + std::to_string(static_cast<long>(::getpid())));
+  std::filesystem::remove_all(root);
+  for (const auto& [from, to] : {std::pair{"cpu", "cuda"}, std::pair{"cuda", "cpu"}}) {
+    const std::string dir = (root / (std::string(from) + "_to_" + to)).string();
+    const std::vector<std::string> sets = {"bf16.enabled=true", "strata.checkpoint.dir=" + dir};
+    std::vector<float> written;
+    {
+      const config::Config cfg = job_config(from, sets);
+      nn::Gpt model(train::gpt_config(cfg));
+      parallel::Training job(cfg, one_rank(), model);
+      Feed feed;
+      for (int s = 0; s < 3; ++s) job.step([&](nn::Batch& b) { feed(b); });
+      job.checkpoints().save(3);
+      job.checkpoints().finish();
+      written = masters_of(job);
+    }
+    const config::Config cfg = job_config(to, sets);
+    nn::Gpt model(train::gpt_config(cfg));
+    parallel::Training job(cfg, one_rank(), model);
+    ASSERT_EQ(job.checkpoints().resume(), 3) << from << " -> " << to;
+    EXPECT_EQ(masters_of(job), written) << from << " -> " << to;
+    Feed feed;
+    feed.k = 3;
+    const double loss = job.step([&](nn::Batch& b) { feed(b); }).loss;
+    EXPECT_TRUE(std::isfinite(loss));
+  }
+  std::filesystem::remove_all(root);
+}
+
+TEST(GptCuda, cuda_UnsupportedGpuJobsAreOneLineErrors) {
+  SKIP_WITHOUT_GPU();
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"optimizer.type=Lamb"},
+        std::vector<std::string>{"zero_optimization.stage=2",
+                                 "zero_optimization.offload_optimizer.device=cpu"}}) {
+    const config::Config cfg = job_config("cuda", sets);
+    nn::Gpt model(train::gpt_config(cfg));
+    try {
+      parallel::Training job(cfg, one_rank(), model);
+      ADD_FAILURE() << "accepted " << sets[0];
+    } catch (const UserError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      EXPECT_NE(msg.find("strata.device"), std::string::npos) << msg;
+    }
+  }
+}
+
+// A device cap below what the step needs: Strata's OutOfMemory, on the device tier, with advice.
+TEST(GptCuda, cuda_ADeviceCapBelowTheStepIsOutOfMemoryWithAdvice) {
+  SKIP_WITHOUT_GPU();
+  const config::Config cfg = job_config("cuda", {"strata.memory.device_limit=\"64KiB\""});
+  try {
+    (void)plan_test::measure(cfg, 1, true);
+    ADD_FAILURE() << "a 64 KiB device cap was not exceeded";
+  } catch (const OutOfMemory& e) {
+    EXPECT_EQ(e.context().tier, Tier::device);
+    EXPECT_FALSE(e.advice().empty());
+  }
+}
+
+}  // namespace
+}  // namespace strata
