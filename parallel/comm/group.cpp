@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "framework/backend/cuda_runtime.hpp"
 #include "framework/core/error.hpp"
 #include "parallel/comm/group_state.hpp"
 #include "parallel/comm/transports.hpp"
@@ -100,7 +101,7 @@ Work Group::start(OpDesc op, ConstSpan in, Span out, void (CommImpl::*fn)(const 
   CommImpl* impl = st.host.get();
   if (dev.is_cuda() && !st.device_via_host) {
     std::lock_guard lk(st.device_mu);
-    if (!st.device && size() == 1) {
+    if (!st.device && size() == 1 && cuda::device_count() > 0) {
       // One rank: the local transport's copies, ordered on the current stream (no NCCL).
       st.device = local::init(st.tracker);
       st.device_index = dev.index;
