@@ -18,6 +18,7 @@ __global__ void fill_kernel(T* dst, T value, std::size_t n) {
 
 template <typename T>
 cudaError_t launch(void* dst, const void* pattern, std::size_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;  // nothing to fill (an empty grid is an invalid launch)
   T v;
   std::memcpy(&v, pattern, sizeof(T));
   const std::size_t blocks = (n + 255) / 256;

@@ -1,0 +1,168 @@
+// attention.cu against a double-precision reference computed from the same (widened) inputs:
+// the forward (out, lse) and the backward (dqkv from the kernel's own out and lse), every padded
+// head size (16, 32, 64, 128), sequence tails of every tile, dtype mixes; the dynamic shared
+// memory opt-in (above 48 KB) checked against an H100's limits and a T4's (64 KB).
+#include <cmath>
+
+#include "framework/backend/cuda/ops/attention.hpp"
+#include "tests/cuda_emu/harness.hpp"
+
+namespace cuda_emu_test {
+namespace {
+
+using namespace strata::cuda_ops;
+
+struct Case {
+  int B, T, NH, hs;
+  DT q, o, g, d;  // qkv, out, dout, dqkv
+};
+
+// Tolerance: |got - ref| <= rtol * max|ref| (+ half an ulp of a 16-bit output).
+void compare(const std::string& what, const HostArr& got, const std::vector<double>& ref, double rtol) {
+  double mx = 0;
+  for (double r : ref) mx = std::max(mx, std::fabs(r));
+  expect_close(what, got, ref, 0.0, rtol * mx);
+}
+
+void run_case(const Case& c, int orders) {
+  const int B = c.B, T = c.T, NH = c.NH, hs = c.hs, C = NH * hs;
+  const std::int64_t nq = std::int64_t{B} * T * 3 * C, no = std::int64_t{B} * T * C,
+                     nl = std::int64_t{B} * NH * T;
+  std::mt19937 g(static_cast<unsigned>(B * 1000003 + T * 1009 + NH * 31 + hs));
+  const HostArr qkv = random_arr(c.q, nq, g), dout = random_arr(c.g, no, g);
+  const std::string what = fmt("attention B=%d T=%d NH=%d hs=%d qkv %s out %s dout %s dqkv %s", B,
+                               T, NH, hs, name(c.q), name(c.o), name(c.g), name(c.d));
+  const auto fwd = run_orders(what + " forward", [&] {
+    DevBuf dq(qkv), dout_b(static_cast<std::size_t>(no) * size_of(c.o)), dl(static_cast<std::size_t>(nl) * 4);
+    const cudaError_t e = launch_attention_forward(dq.get(), c.q, dout_b.get(), c.o, dl.as<float>(),
+                                                   B, T, C, NH, nullptr);
+    expect_ok(what + " forward", e);
+    std::vector<unsigned char> o = dout_b.raw();
+    append(o, dl.raw());
+    return o;
+  }, orders);
+  const HostArr out = arr_from(fwd, 0, c.o, no);
+  const HostArr lse = arr_from(fwd, static_cast<std::size_t>(no) * size_of(c.o), DT::f32, nl);
+
+  const double scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  auto Q = [&](int b, int t, int h, int d) { return static_cast<double>(qkv.get((std::int64_t{b} * T + t) * 3 * C + h * hs + d)); };
+  auto K = [&](int b, int t, int h, int d) { return static_cast<double>(qkv.get((std::int64_t{b} * T + t) * 3 * C + C + h * hs + d)); };
+  auto Vv = [&](int b, int t, int h, int d) { return static_cast<double>(qkv.get((std::int64_t{b} * T + t) * 3 * C + 2 * C + h * hs + d)); };
+  std::vector<double> ro(static_cast<std::size_t>(no)), rl(static_cast<std::size_t>(nl)), s(static_cast<std::size_t>(T));
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        double m = -INFINITY;
+        for (int j = 0; j <= t; ++j) {
+          double a = 0;
+          for (int d = 0; d < hs; ++d) a += Q(b, t, h, d) * K(b, j, h, d);
+          s[static_cast<std::size_t>(j)] = a * scale;
+          m = std::max(m, s[static_cast<std::size_t>(j)]);
+        }
+        double sum = 0;
+        for (int j = 0; j <= t; ++j) sum += std::exp(s[static_cast<std::size_t>(j)] - m);
+        rl[static_cast<std::size_t>((std::int64_t{b} * NH + h) * T + t)] = m + std::log(sum);
+        for (int d = 0; d < hs; ++d) {
+          double o = 0;
+          for (int j = 0; j <= t; ++j) o += std::exp(s[static_cast<std::size_t>(j)] - m) / sum * Vv(b, j, h, d);
+          ro[static_cast<std::size_t>((std::int64_t{b} * T + t) * C + h * hs + d)] = o;
+        }
+      }
+  compare(what + " out", out, ro, 2e-6);
+  compare(what + " lse", lse, rl, 2e-6);
+
+  // The backward from the kernel's own out and lse.
+  const auto bwd = run_orders(what + " backward", [&] {
+    DevBuf dq(qkv), dob(out), dl(lse), dg(dout), dd(static_cast<std::size_t>(nq) * size_of(c.d)),
+        ws(static_cast<std::size_t>(nl) * 4);
+    const cudaError_t e =
+        launch_attention_backward(dq.get(), c.q, dob.get(), c.o, dl.as<float>(), dg.get(), c.g,
+                                  dd.get(), c.d, ws.as<float>(), B, T, C, NH, nullptr);
+    expect_ok(what + " backward", e);
+    return dd.raw();
+  }, orders);
+  std::vector<double> rd(static_cast<std::size_t>(nq), 0.0);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h) {
+      std::vector<double> Dt(static_cast<std::size_t>(T));
+      for (int t = 0; t < T; ++t) {
+        double a = 0;
+        for (int d = 0; d < hs; ++d) {
+          const std::int64_t i = (std::int64_t{b} * T + t) * C + h * hs + d;
+          a += static_cast<double>(dout.get(i)) * out.get(i);
+        }
+        Dt[static_cast<std::size_t>(t)] = a;
+      }
+      for (int t = 0; t < T; ++t) {
+        const double L = lse.get((std::int64_t{b} * NH + h) * T + t);
+        for (int j = 0; j <= t; ++j) {
+          double a = 0, dp = 0;
+          for (int d = 0; d < hs; ++d) {
+            a += Q(b, t, h, d) * K(b, j, h, d);
+            dp += static_cast<double>(dout.get((std::int64_t{b} * T + t) * C + h * hs + d)) * Vv(b, j, h, d);
+          }
+          const double p = std::exp(a * scale - L);
+          const double ds = p * (dp - Dt[static_cast<std::size_t>(t)]);
+          for (int d = 0; d < hs; ++d) {
+            const std::int64_t qi = (std::int64_t{b} * T + t) * 3 * C + h * hs + d;
+            const std::int64_t ki = (std::int64_t{b} * T + j) * 3 * C + h * hs + d;
+            rd[static_cast<std::size_t>(qi)] += scale * ds * K(b, j, h, d);
+            rd[static_cast<std::size_t>(ki + C)] += scale * ds * Q(b, t, h, d);
+            rd[static_cast<std::size_t>(ki + 2 * C)] += p * dout.get((std::int64_t{b} * T + t) * C + h * hs + d);
+          }
+        }
+      }
+    }
+  compare(what + " dqkv", arr_from(bwd, 0, c.d, nq), rd, 4e-6);
+}
+
+constexpr DT F = DT::f32, BF = DT::bf16, H = DT::f16;
+
+EMU_TEST("attention", head_sizes_and_tails) {
+  // Every padded head size, with sequence lengths below, at and past the tiles (16 .. 64 rows).
+  const Case cases[] = {
+      {2, 5, 3, 1, F, F, F, F},     {1, 33, 3, 16, F, F, F, F},  {1, 17, 2, 17, F, F, F, F},
+      {1, 65, 2, 32, F, F, F, F},   {1, 40, 2, 48, F, F, F, F},  {2, 16, 1, 64, F, F, F, F},
+      {1, 70, 1, 64, F, F, F, F},   {1, 33, 1, 100, F, F, F, F}, {1, 65, 1, 128, F, F, F, F},
+  };
+  for (const Case& c : cases) run_case(c, c.T * c.hs > 3000 ? 2 : 3);
+}
+
+EMU_TEST("attention", dtype_mixes) {
+  const Case cases[] = {
+      {2, 37, 2, 24, BF, H, F, BF},
+      {2, 37, 2, 24, H, F, BF, H},
+      {1, 20, 2, 64, BF, BF, BF, BF},
+      {1, 20, 1, 128, H, H, H, H},
+  };
+  for (const Case& c : cases) run_case(c, 2);
+}
+
+EMU_TEST("attention", smem_optin_on_a_t4) {
+  // A T4 (sm_75) allows 64 KB per block: the tiles are sized for it (attention.cu).
+  emu::DeviceModel t4;
+  t4.cc_major = 7;
+  t4.cc_minor = 5;
+  t4.sms = 40;
+  t4.max_smem_optin = 64 * 1024;
+  const emu::DeviceModel saved = emu::device();
+  emu::set_device(t4);
+  run_case({1, 70, 1, 128, F, F, F, F}, 1);
+  run_case({1, 40, 2, 64, BF, F, H, F}, 1);
+  emu::set_device(saved);
+}
+
+EMU_TEST("attention", bad_sizes) {
+  DevBuf d(64);
+  for (auto [C, NH] : {std::pair<int, int>{10, 3}, {0, 1}, {129, 1}, {8, 0}}) {
+    const cudaError_t e = launch_attention_forward(d.get(), F, d.get(), F, d.as<float>(), 1, 1, C,
+                                                   NH, nullptr);
+    checked();
+    if (e != cudaErrorInvalidValue) fail("attention C=%d NH=%d: %s", C, NH, cudaGetErrorName(e));
+  }
+  expect_ok("attention B=0", launch_attention_forward(d.get(), F, d.get(), F, d.as<float>(), 0, 4, 8, 1, nullptr));
+  expect_ok("attention T=0", launch_attention_backward(d.get(), F, d.get(), F, d.as<float>(), d.get(), F, d.get(), F, d.as<float>(), 2, 0, 8, 1, nullptr));
+}
+
+}  // namespace
+}  // namespace cuda_emu_test
