@@ -5,6 +5,7 @@
 
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/core/error.hpp"
+#include "parallel/comm/device_support.hpp"
 #include "parallel/comm/group_state.hpp"
 #include "parallel/comm/transports.hpp"
 #include "parallel/comm/overlap.hpp"
@@ -76,6 +77,13 @@ std::string_view Group::transport() const {
   return state().host->transport();
 }
 
+std::string Group::device_transport() const {
+  GroupState& st = state();
+  if (st.device_via_host) return std::string(st.host->transport());
+  std::lock_guard lk(st.device_mu);
+  return st.device ? std::string(st.device->transport()) : std::string();
+}
+
 std::chrono::milliseconds Group::timeout() const {
   return std::chrono::milliseconds(state().timeout_ms.load());
 }
@@ -94,6 +102,65 @@ std::uint64_t Group::sequence() const {
   return state().tracker->collectives_posted();
 }
 
+namespace {
+
+// What each rank tells the others about itself when a group's device transport is made.
+struct DeviceRecord {
+  std::uint8_t has_identity = 0;  // this rank could read its GPU's UUID
+  std::uint8_t nccl = 0;          // NCCL is compiled in and usable here
+  std::uint8_t pad[2] = {};
+  std::int32_t device = -1;  // the rank's GPU index
+  std::uint8_t uuid[16] = {};
+};
+static_assert(sizeof(DeviceRecord) == 24, "DeviceRecord is exchanged as raw bytes");
+
+}  // namespace
+
+// The transport of device buffers, made by the group's first call on them (every rank of the group
+// makes that call, so the exchange below is matched on every rank, as NCCL's bootstrap was):
+//   - one rank: the local copies, ordered on the current stream (no NCCL);
+//   - every rank has a GPU of its own, and NCCL: NCCL;
+//   - otherwise (two ranks on one GPU, which NCCL refuses, or no NCCL): the host transport through
+//     staging buffers in pinned host memory (staged::init), slower, for tests and small machines.
+// Every rank decides from the same exchanged records, so all take the same transport.
+std::shared_ptr<CommImpl> Group::make_device_transport(OpKind kind, Device dev) const {
+  GroupState& st = state();
+  if (size() == 1 && cuda::device_count() > 0) return local::init(st.tracker);
+  // This rank first: without a GPU to identify (no CUDA, no visible GPU) nothing is posted.
+  const device_support::DeviceIdentity id = device_support::identify(dev.index);
+  if (!id.valid || cuda::device_count() == 0)
+    user_fail("comm",
+              "{} on {} buffers of {}: device buffers need the NCCL transport (or a GPU to stage "
+              "them through host memory), but {}",
+              op_kind_name(kind), dev.str(), st.desc,
+              nccl::is_available() ? fmt::format("{} cannot be identified", dev.str())
+                                   : nccl::unavailable_reason());
+  DeviceRecord mine;
+  mine.has_identity = 1;
+  std::copy(id.uuid.begin(), id.uuid.end(), mine.uuid);
+  mine.nccl = nccl::is_available() ? 1 : 0;
+  mine.device = dev.index;
+  const std::size_t n = static_cast<std::size_t>(size());
+  std::vector<DeviceRecord> all(n);
+  all_gather(ConstSpan(&mine, sizeof mine, DType::u8, Device::cpu(), Tier::host),
+             Span{all.data(), n * sizeof(DeviceRecord), DType::u8, Device::cpu(), Tier::host})
+      .wait();
+  bool all_nccl = true;
+  for (const DeviceRecord& r : all) all_nccl = all_nccl && r.has_identity && r.nccl;
+  bool shared = false;
+  for (std::size_t a = 0; a < n && !shared; ++a)
+    for (std::size_t b = a + 1; b < n && !shared; ++b)
+      shared = std::equal(all[a].uuid, all[a].uuid + 16, all[b].uuid);
+  if (!shared && all_nccl) {
+    // Bootstrap: rank 0's NCCL id reaches everyone through a (numbered) host broadcast.
+    auto bcast = [this](void* data, std::size_t bytes) {
+      broadcast(Span{data, bytes, DType::u8, Device::cpu(), Tier::host}, 0).wait();
+    };
+    return nccl::init(rank(), size(), dev.index, bcast, st.tracker);
+  }
+  return staged::init(st.host, dev.index);
+}
+
 Work Group::start(OpDesc op, ConstSpan in, Span out, void (CommImpl::*fn)(const Call&),
                   std::vector<std::shared_ptr<const void>> keep) const {
   GroupState& st = state();
@@ -101,25 +168,14 @@ Work Group::start(OpDesc op, ConstSpan in, Span out, void (CommImpl::*fn)(const 
   CommImpl* impl = st.host.get();
   if (dev.is_cuda() && !st.device_via_host) {
     std::lock_guard lk(st.device_mu);
-    if (!st.device && size() == 1 && cuda::device_count() > 0) {
-      // One rank: the local transport's copies, ordered on the current stream (no NCCL).
-      st.device = local::init(st.tracker);
-      st.device_index = dev.index;
-    }
     if (!st.device) {
-      if (!nccl::is_available())
-        user_fail("comm", "{} on {} buffers of {}: device buffers need the NCCL transport, but {}",
-                  op_kind_name(op.kind), dev.str(), st.desc, nccl::unavailable_reason());
-      // Bootstrap: rank 0's NCCL id reaches everyone through a (numbered) host broadcast.
-      auto bcast = [this](void* data, std::size_t bytes) {
-        broadcast(Span{data, bytes, DType::u8, Device::cpu(), Tier::host}, 0).wait();
-      };
-      st.device = nccl::init(rank(), size(), dev.index, bcast, st.tracker);
+      st.device = make_device_transport(op.kind, dev);
       st.device_index = dev.index;
     }
     STRATA_CHECK(dev.index == st.device_index, "comm",
-                 "{} uses NCCL on cuda:{}; a buffer on {} cannot join it (one GPU per rank)",
-                 st.desc, st.device_index, dev.str());
+                 "{} communicates device buffers on cuda:{} ({} transport); a buffer on {} cannot "
+                 "join it (one GPU per rank)",
+                 st.desc, st.device_index, st.device->transport(), dev.str());
     impl = st.device.get();
   }
   op = st.tracker->begin(op);

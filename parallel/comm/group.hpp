@@ -1,6 +1,7 @@
 // Group: a set of ranks that communicate — a cheap value (rank, size, split) over a shared
 // CommImpl. Every call is non-blocking and returns a Work. CPU buffers go to MPI (or the local
-// transport when run without a launcher), CUDA buffers to NCCL.
+// transport when run without a launcher), CUDA buffers to NCCL when every rank of the group has a
+// GPU of its own, else through pinned host memory to MPI (device_transport()).
 #pragma once
 
 #include <array>
@@ -34,6 +35,10 @@ class Group {
   const std::vector<int>& world_ranks() const;  // world rank of each member, by group rank
   std::string describe() const;                 // "group 'world' (size 4, world ranks [0..3])"
   std::string_view transport() const;           // transport of CPU buffers: "mpi" or "local"
+  // Transport of device buffers: "nccl" (every rank has a GPU of its own), "staged" (through
+  // pinned host memory and the host transport: ranks share a GPU, or no NCCL), "local" (one
+  // rank); "" until the group's first call on device buffers chose it.
+  std::string device_transport() const;
 
   // The group of the ranks that pass the same color (>= 0), ordered by (key, rank). Collective
   // over this group: every member must call it. The child is named `name`, or "<name>.<color>",
@@ -87,7 +92,9 @@ class Group {
   }
 
  private:
+  friend struct GroupTestAccess;  // parallel/comm/testing.cpp
   GroupState& state() const;
+  std::shared_ptr<CommImpl> make_device_transport(OpKind kind, Device dev) const;
   Work start(OpDesc op, ConstSpan in, Span out, void (CommImpl::*fn)(const Call&),
              std::vector<std::shared_ptr<const void>> keep = {}) const;
 

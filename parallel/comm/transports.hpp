@@ -1,6 +1,6 @@
 // The transports behind Group. Each exports is_available() and init() (MPI also abandon(), NCCL
 // also unavailable_reason()); the build picks nccl/ or no_nccl/ (stub) sources, so no caller
-// needs an #ifdef.
+// needs an #ifdef. `staged` is a wrapper: device buffers through a host transport.
 #pragma once
 
 #include <chrono>
@@ -50,5 +50,18 @@ std::shared_ptr<CommImpl> init(int rank, int size, int device,
                                const std::function<void(void*, std::size_t)>& bcast_id,
                                std::shared_ptr<SeqTracker> tracker);
 }  // namespace nccl
+
+namespace staged {
+// Device buffers over a host transport (ranks that share a GPU, or no NCCL): each call copies its
+// device input into a staging buffer in pinned host memory (queued on the caller's current stream
+// of GPU `device`, waited for), runs `host`'s call on the staging buffers, and copies the result
+// into the device buffer before the Work completes — before wait() returns; the Work has no
+// device event, so Work::wait_on waits on the host too. Tags, validation and stall explanations
+// are the host transport's.
+std::shared_ptr<CommImpl> init(std::shared_ptr<CommImpl> host, int device);
+// Test hook: the same staging for CPU buffers (plain host staging buffers, memcpy), so that the
+// wrapper's logic runs without a GPU.
+std::shared_ptr<CommImpl> init_for_cpu_buffers(std::shared_ptr<CommImpl> host);
+}  // namespace staged
 
 }  // namespace strata::parallel

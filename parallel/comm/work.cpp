@@ -171,7 +171,9 @@ void Work::wait() const {
 
 void Work::wait_on(const Stream& stream) const {
   if (!s_) return;
-  if (const Event* e = s_->device_event(); e && stream.device().is_cuda()) {
+  // A call already found complete needs no device wait (its event may serve a later call by now:
+  // transports recycle them); wait() then returns at once, or throws its failure.
+  if (const Event* e = s_->device_event(); e && stream.device().is_cuda() && !s_->is_completed()) {
     e->wait(stream);  // the device waits; errors surface at the next host wait
     return;
   }

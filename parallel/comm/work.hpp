@@ -95,7 +95,10 @@ class Work {
   // Waits with the group's timeout (strata.comm.timeout_s, default 300 s).
   void wait() const;
   // Orders `stream` after the call: a device stream waits for the call's device event without
-  // blocking the host (NCCL); a call on the host (MPI), or the CPU's stream, is waited for here.
+  // blocking the host (NCCL); a call without one (MPI, the host-staged device transport, whose
+  // result is on the device when the call completes), or the CPU's stream, is waited for here.
+  // Use it where the result is read only by work queued later on `stream` (its kernels, or the
+  // host through copies ordered on it); wait() where the host reads the buffer itself.
   void wait_on(const Stream& stream) const;
   const OpDesc* op() const { return s_ ? &s_->op() : nullptr; }
   // Keeps p alive at least until the call completes.

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "framework/backend/stream.hpp"
+
 namespace strata::parallel {
 
 namespace {
@@ -16,13 +18,15 @@ void timed(double& into, F&& f) {
 void GroupTpComm::all_reduce_sum(const Tensor& t) {
   bytes_ += t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
   ++calls_;
-  timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::sum).wait(); });
+  // The sum is read by the layers' next kernels on t's stream: on a GPU that stream waits for
+  // it on the device.
+  timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::sum).wait_on(current_stream(t.device())); });
 }
 
 void GroupTpComm::all_reduce_max(const Tensor& t) {
   bytes_ += t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
   ++calls_;
-  timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::max).wait(); });
+  timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::max).wait_on(current_stream(t.device())); });
 }
 
 train::ShardReductions tp_reductions(train::ShardReductions inner, const Group& tp) {

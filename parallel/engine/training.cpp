@@ -118,16 +118,22 @@ int local_rank(const Group& world) {
   return world.rank();
 }
 
-// What a job on a GPU can do today: one rank, AdamW or SGD, no offload, no pipeline (the CUDA
-// backend's engine paths that have been written; docs/gpu.md). Anything else is one line naming
-// it, never a silent CPU run.
-void check_gpu_job(const config::Config& cfg, const Group& world, Device device) {
+// What a job on a GPU can do today: data parallelism over any number of ranks (NCCL where each
+// rank has a GPU of its own, host-staged where ranks share one: Group's device transport), AdamW
+// or SGD, ZeRO 0-3, no offload, no tensor or pipeline parallelism (the CUDA backend's engine
+// paths that have been written; docs/gpu.md). Anything else is one line naming it, never a
+// silent CPU run.
+void check_gpu_job(const config::Config& cfg, Device device) {
   auto refuse = [&](const std::string& what) {
     user_fail("engine", "strata.device is \"cuda\" ({}) but {} does not run on a GPU yet: {}",
               device.str(), what, "set strata.device to \"cpu\" for this job");
   };
-  if (world.size() > 1)
-    refuse(fmt::format("a job of {} ranks (NCCL training paths are not written yet)", world.size()));
+  if (cfg.strata.tensor_parallel_size > 1)
+    refuse(fmt::format("tensor parallelism (strata.tensor_parallel_size {})",
+                       cfg.strata.tensor_parallel_size));
+  if (cfg.strata.pipeline_parallel_size > 1)
+    refuse(fmt::format("pipeline parallelism (strata.pipeline_parallel_size {})",
+                       cfg.strata.pipeline_parallel_size));
   const auto& z = cfg.zero_optimization;
   if (z.offload_optimizer.device != config::OffloadDevice::none ||
       z.offload_param.device != config::OffloadDevice::none)
@@ -152,7 +158,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
     // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.
     // (A plan runs on the meta device whatever the config's device: it may be for another machine.)
     const Device device = train::compute_device(cfg_, local_rank(world));
-    if (device.is_cuda()) check_gpu_job(cfg_, world, device);
+    if (device.is_cuda()) check_gpu_job(cfg_, device);
     extras.device = device;
     set_allow_tf32(cfg_.strata.allow_tf32);
   }

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "framework/backend/stream.hpp"
+
 namespace strata::parallel {
 
 namespace {
@@ -67,6 +69,12 @@ void PipelineExecutor::wait(const Work& w) {
   wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+void PipelineExecutor::wait_on(const Work& w, const Tensor& t) {
+  const auto t0 = std::chrono::steady_clock::now();
+  w.wait_on(current_stream(t.device()));
+  wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Context& ctx,
                              float scale, const Compute& compute) {
   nn::ModelStage& stage = *setup_.stage;
@@ -90,7 +98,7 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
     incoming[k].buf = std::move(buf);
   };
   auto take = [&](std::size_t k) {
-    wait(incoming[k].work);
+    wait_on(incoming[k].work, incoming[k].buf);  // read by this action's kernels
     Tensor t = std::move(incoming[k].buf);
     incoming[k] = {};
     return t;
@@ -161,11 +169,14 @@ void PipelineExecutor::reduce_tied_grads() {
   if (tied.size() == 1) return;
   const bool full = hooks_.stage() == 0;
   std::vector<Work> works;
+  std::vector<Tensor> grads;
   for (const nn::TiedUnit& t : setup_.stage->tied_units()) {
     const auto u = static_cast<std::size_t>(t.unit);
-    works.push_back(tied.all_reduce(full ? store_.grads(u) : store_.grad_shard(u), ReduceOp::sum));
+    grads.push_back(full ? store_.grads(u) : store_.grad_shard(u));
+    works.push_back(tied.all_reduce(grads.back(), ReduceOp::sum));
   }
-  for (const Work& w : works) wait(w);
+  // Read by the optimizer step's kernels (its norm and overflow check through them).
+  for (std::size_t i = 0; i < works.size(); ++i) wait_on(works[i], grads[i]);
 }
 
 double PipelineExecutor::from_last_stage(double v) const {

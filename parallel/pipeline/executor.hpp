@@ -78,6 +78,8 @@ class PipelineExecutor {
 
  private:
   void wait(const Work& w);
+  // w.wait_on(the current stream of t's device): for a buffer t read only by later work there.
+  void wait_on(const Work& w, const Tensor& t);
 
   PipelineSetup setup_;
   nn::ParamStore& store_;

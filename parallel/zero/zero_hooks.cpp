@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/backend/stream.hpp"
 
 namespace strata::parallel {
 
@@ -66,13 +67,18 @@ ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts,
                "(use ZeroHooks::store_options)", opts.stage, dp_.size());
   STRATA_CHECK(!store.grads_offloaded() || opts.stage >= 1, "zero",
                "gradient offload needs ZeRO stage >= 1 (stage is {})", opts.stage);
+  // On a GPU the results of gathers and reductions are read by kernels queued after them on the
+  // device's current stream (and by the host only through copies ordered there): those streams
+  // wait for them on the device. Slices in a host or NVMe store are read by the host: it waits.
+  device_waits_ = so.memory.device.is_cuda() && !so.value_store && !store.grads_offloaded();
 }
 
 ZeroHooks::~ZeroHooks() {
   // Never leave a collective referring to freed buffers: wait, but do not throw from here.
   for (auto& w : allreduce_inflight_) try { w.wait(); } catch (...) {}
   for (auto& p : pending_) try { p.work.wait(); } catch (...) {}
-  for (std::size_t u = 0; u < gathered_.size(); ++u) try { finish_gather(gathered_[u], u); } catch (...) {}
+  for (auto& w : device_waited_) try { w.wait(); } catch (...) {}
+  for (std::size_t u = 0; u < gathered_.size(); ++u) try { finish_gather(gathered_[u], u, false); } catch (...) {}
 }
 
 bool ZeroHooks::persistent(std::size_t u) const {
@@ -81,7 +87,7 @@ bool ZeroHooks::persistent(std::size_t u) const {
 
 // ---- stage 3: gathering parameters ----
 
-void ZeroHooks::finish_gather(Gathered& g, std::size_t u) {
+void ZeroHooks::finish_gather(Gathered& g, std::size_t u, bool on_device) {
   // The slice goes back to its store whether or not the gather succeeded.
   struct Release {
     ZeroHooks* self;
@@ -94,13 +100,27 @@ void ZeroHooks::finish_gather(Gathered& g, std::size_t u) {
       }
     }
   } release{this, g, u};
-  wait(g.work);
+  if (on_device) wait_on_stream(g.work);
+  else wait(g.work);
 }
 
 void ZeroHooks::wait(Work& w) {
   const auto t0 = std::chrono::steady_clock::now();
   w.wait();
   comm_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void ZeroHooks::wait_on_stream(Work& w) {
+  if (!device_waits_) return wait(w);
+  const auto t0 = std::chrono::steady_clock::now();
+  w.wait_on(current_stream(store_.options().memory.device));
+  comm_wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  device_waited_.push_back(w);
+}
+
+void ZeroHooks::confirm_device_waits() {
+  for (auto& w : device_waited_) wait(w);
+  device_waited_.clear();
 }
 
 void ZeroHooks::start_gather(std::size_t u) {
@@ -128,7 +148,7 @@ void ZeroHooks::acquire(std::size_t u) {
   Gathered& g = gathered_[u];
   if (!g.full.defined()) start_gather(u);
   if (!g.ready) {
-    finish_gather(g, u);
+    finish_gather(g, u, true);
     g.ready = true;
     store_.bind_values(u, g.full);
   }
@@ -139,7 +159,7 @@ void ZeroHooks::release(std::size_t u) {
   Gathered& g = gathered_[u];
   if (g.uses > 0) --g.uses;
   if (g.uses > 0 || persistent(u) || reused_soon(u)) return;
-  finish_gather(g, u);
+  finish_gather(g, u, true);
   store_.unbind_values(u);
   live_elements_ -= store_.layout(u).padded;
   g = Gathered{};
@@ -243,7 +263,7 @@ void ZeroHooks::scale(const Tensor& t, float s) const {
 
 void ZeroHooks::complete_reductions(std::size_t keep) {
   if (keep == 0) {
-    for (auto& w : allreduce_inflight_) wait(w);
+    for (auto& w : allreduce_inflight_) wait_on_stream(w);
     allreduce_inflight_.clear();
     for (const Tensor& b : allreduce_buckets_) scale(b, post_scale_);
     allreduce_buckets_.clear();
@@ -252,7 +272,7 @@ void ZeroHooks::complete_reductions(std::size_t keep) {
   const auto done = pending_.begin() + static_cast<std::ptrdiff_t>(pending_.size() - keep);
   for (auto it = pending_.begin(); it != done; ++it) {
     PendingReduce& p = *it;
-    wait(p.work);
+    wait_on_stream(p.work);
     scale(p.out, post_scale_);
     if (opts_.stage >= 2 && store_.grad_shard_is_zero(p.unit)) {
       // The stored slice holds nothing yet (the step's first micro-batch): the reduced slice is
@@ -316,9 +336,11 @@ void ZeroHooks::abort_step() {
   allreduce_inflight_.clear();
   for (auto& p : pending_) quietly([&] { wait(p.work); });
   pending_.clear();
+  for (auto& w : device_waited_) quietly([&] { wait(w); });
+  device_waited_.clear();
   for (std::size_t u = 0; u < gathered_.size(); ++u) {
     if (!gathered_[u].full.defined()) continue;
-    quietly([&] { finish_gather(gathered_[u], u); });
+    quietly([&] { finish_gather(gathered_[u], u, false); });
     if (store_.values_bound(u)) store_.unbind_values(u);
     gathered_[u] = Gathered{};
   }
@@ -391,6 +413,7 @@ void ZeroHooks::end_backward() {
   for (std::size_t u = 0; u < store_.num_units(); ++u)
     if (store_.grads(u).defined()) launch_unit_reduction(u);
   complete_reductions();
+  confirm_device_waits();
   std::fill(reduced_.begin(), reduced_.end(), false);
 }
 
@@ -398,6 +421,7 @@ void ZeroHooks::finish_gradients() {
   if (store_.grads_transient()) return;
   for (std::size_t u = 0; u < store_.num_units(); ++u) launch_unit_reduction(u);
   complete_reductions();
+  confirm_device_waits();
   std::fill(reduced_.begin(), reduced_.end(), false);
 }
 
@@ -409,7 +433,7 @@ void ZeroHooks::after_step() {
     std::vector<Tensor> keep;
     std::int64_t in_flight = 0;
     auto drain = [&] {
-      for (auto& w : works) wait(w);
+      for (auto& w : works) wait_on_stream(w);  // read by the next step's kernels
       works.clear();
       keep.clear();
       in_flight = 0;
@@ -428,13 +452,14 @@ void ZeroHooks::after_step() {
     for (std::size_t u = 0; u < gathered_.size(); ++u) {
       if (!gathered_[u].full.defined()) continue;
       gathered_[u].uses = 0;
-      finish_gather(gathered_[u], u);
+      finish_gather(gathered_[u], u, true);
       if (store_.values_bound(u)) store_.unbind_values(u);
       live_elements_ -= store_.layout(u).padded;
       gathered_[u] = Gathered{};
     }
     pos_ = schedule_.size() - 1;  // the next step starts the schedule over
   }
+  confirm_device_waits();
 }
 
 }  // namespace strata::parallel

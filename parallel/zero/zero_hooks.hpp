@@ -140,7 +140,8 @@ class ZeroHooks : public nn::UnitHooks {
   void release(std::size_t u);
   void start_gather(std::size_t u);
   void prefetch_next_use();
-  void finish_gather(Gathered& g, std::size_t u);  // waits, releases the slice
+  // Waits (on the device's stream when on_device, else on the host), releases the slice.
+  void finish_gather(Gathered& g, std::size_t u, bool on_device);
   bool persistent(std::size_t u) const;
 
   nn::ParamStore& store_;
@@ -166,6 +167,16 @@ class ZeroHooks : public nn::UnitHooks {
   CommVolume volume_;
   double comm_wait_s_ = 0;
   void wait(Work& w);  // w.wait(), timed into comm_wait_s_
+  // w.wait_on(the current stream of the store's device) where device_waits_, else wait(w): for
+  // results read only by work queued after it there (kernels, or host copies ordered there).
+  void wait_on_stream(Work& w);
+  // Waits on the host for the calls wait_on_stream only ordered the device after, with their
+  // timeouts: a failed or stalled call is an error here (a stream waiting on the device cannot
+  // time out). At the end of each micro-batch's backward (stages 2-3), of the step's reductions
+  // and of after_step, where the host next reads the results anyway (loss, norm, overflow).
+  void confirm_device_waits();
+  bool device_waits_ = false;
+  std::vector<Work> device_waited_;
 };
 
 }  // namespace strata::parallel

@@ -1,12 +1,16 @@
 // Main of the multi-rank communication tests: initialises the world through Strata, prints
 // gtest output on rank 0 only (other ranks print their failures prefixed with their rank), and
-// fails every rank when any rank failed.
+// fails every rank when any rank failed. Built with STRATA_DIST_NEEDS_GPU (tests/dist/gpu), it
+// first exits 77 (skipped) where no GPU can run the tests.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
 #include "parallel/comm/init.hpp"
 #include "tests/dist/comm/dist_env.hpp"
+#ifdef STRATA_DIST_NEEDS_GPU
+#include "tests/dist/gpu/gpu_env.hpp"
+#endif
 
 namespace strata::test {
 
@@ -45,6 +49,14 @@ void set_world(const parallel::Group& g) {
 int main(int argc, char** argv) {
   using namespace strata;
   ::testing::InitGoogleTest(&argc, argv);
+#ifdef STRATA_DIST_NEEDS_GPU
+  // Tests that need a GPU (tests/dist/gpu): without one, every rank stops before MPI starts with
+  // the status ctest counts as skipped (SKIP_RETURN_CODE 77; mpirun passes it on).
+  if (const std::string why = test::why_no_gpu(); !why.empty()) {
+    std::printf("skipped: %s\n", why.c_str());
+    return 77;
+  }
+#endif
   std::int32_t failed = 0;
   {
     parallel::InitOptions opts;
