@@ -81,7 +81,8 @@ Stream default_stream(int device) {
 }  // namespace
 
 Stream current_stream(Device device) {
-  if (device.is_cpu()) return Stream();
+  // The CPU's stream for the CPU and for the meta device (a plan queues nothing anywhere).
+  if (!device.is_cuda()) return Stream();
   if (auto it = current_streams.find(device.index); it != current_streams.end()) return it->second;
   return default_stream(device.index);
 }

@@ -48,8 +48,8 @@ class Event {
   std::shared_ptr<State> s_;
 };
 
-// The current stream of a device on this thread (ops run on it): the CPU's stream, or the
-// device's compute stream unless a StreamGuard set another.
+// The current stream of a device on this thread (ops run on it): the CPU's stream (for the CPU
+// and the meta device), or the device's compute stream unless a StreamGuard set another.
 Stream current_stream(Device device);
 
 // Makes `stream` the current stream of its device on this thread for a scope.

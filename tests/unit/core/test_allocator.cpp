@@ -98,6 +98,18 @@ TEST(Streams, OnTheCpuWorkRunsAtOnce) {
   EXPECT_EQ(current_stream(Device::cpu()), s);
 }
 
+// A plan's tensors are on the meta device: waiting on their stream queues nothing on any GPU
+// (it once asked CUDA for a stream, which fails on a machine without a GPU: e2e_train_gpt_tensor).
+TEST(Streams, TheMetaDeviceHasTheCpusStream) {
+  const Stream s = current_stream(Device::meta());
+  EXPECT_EQ(s.device(), Device::cpu());
+  EXPECT_EQ(s.handle(), nullptr);
+  Event e;
+  e.record(s);
+  e.wait(s);
+  EXPECT_TRUE(e.query());
+}
+
 TEST(Streams, CudaStreamsAndCopiesNeedAGpu) {
   if (cuda::compiled() && cuda::device_count() > 0) GTEST_SKIP() << "a GPU is present";
   EXPECT_THROW(Stream::create(Device::cuda(0)), Error);
