@@ -4,26 +4,18 @@
 
 namespace strata::offload {
 
-using train::UnitOptimizerState;
-
 PackedStateLayout pack(const train::StateLayout& l) {
-  STRATA_CHECK(l.elements >= 0 && l.packed_second_moment >= 0 && l.factored >= 0, "offload",
-               "negative state length ({} elements)", l.elements);
+  STRATA_CHECK(l.elements >= 0, "offload", "negative state length ({} elements)", l.elements);
   PackedStateLayout p;
   p.layout = l;
-  auto add = [&](bool present, std::int64_t n, DType dt, Tensor UnitOptimizerState::*member) {
-    if (!present) return;
-    p.segments.push_back({p.total, n, dt, member});
+  auto add = [&](std::int64_t n, DType dt, int tensor) {
+    STRATA_CHECK(n >= 0, "offload", "negative state length ({} elements)", n);
+    p.segments.push_back({p.total, n, dt, tensor});
     p.total += round_up_io(static_cast<std::uint64_t>(n) * dtype_size(dt));
   };
-  add(l.master, l.elements, DType::f32, &UnitOptimizerState::master);
-  add(l.first_moment, l.elements, DType::f32, &UnitOptimizerState::m);
-  add(l.v_elements() > 0, l.v_elements(), DType::f32, &UnitOptimizerState::v);
-  add(l.quantized, l.elements, DType::u8, &UnitOptimizerState::m_codes);
-  add(l.quantized, l.elements, DType::u8, &UnitOptimizerState::v_codes);
-  add(l.quantized, l.blocks(), DType::f32, &UnitOptimizerState::m_absmax);
-  add(l.quantized, l.blocks(), DType::f32, &UnitOptimizerState::v_absmax);
-  add(l.factored > 0, l.factored, DType::f32, &UnitOptimizerState::factored);
+  if (l.master) add(l.elements, DType::f32, -1);
+  for (std::size_t i = 0; i < l.tensors.size(); ++i)
+    add(l.tensors[i].length, l.tensors[i].dtype, static_cast<int>(i));
   return p;
 }
 
@@ -33,20 +25,18 @@ std::uint64_t PackedStateLayout::master_bytes() const {
 }
 
 train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* base, Device device) {
-  UnitOptimizerState s;
+  train::UnitOptimizerState s;
+  s.tensors.resize(p.layout.tensors.size());
   for (const auto& seg : p.segments) {
     auto st = Storage::wrap(base ? base + seg.offset : nullptr,
                             static_cast<std::size_t>(seg.elements) * dtype_size(seg.dtype),
                             device);
-    s.*seg.member = Tensor(std::move(st), seg.dtype, Shape{seg.elements}, {1}, 0);
+    (seg.tensor < 0 ? s.master : s.tensors[static_cast<std::size_t>(seg.tensor)]) =
+        Tensor(std::move(st), seg.dtype, Shape{seg.elements}, {1}, 0);
   }
   return s;
 }
 
 std::uint64_t packed_bytes(const train::StateLayout& l) { return pack(l).bytes(); }
-
-std::uint64_t packed_bytes(std::int64_t elements, bool master, bool second_moment) {
-  return packed_bytes(train::StateLayout{elements, master, second_moment});
-}
 
 }  // namespace strata::offload

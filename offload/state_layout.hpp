@@ -1,8 +1,7 @@
 // How one unit's optimizer state is packed into a byte buffer: one segment per tensor of the
-// unit's StateLayout (f32 master, m, v; AdamW8bit's u8 codes and f32 block absmax; Adafactor's
-// factored statistics), each starting at a multiple of 4096 bytes so every segment can be read
-// or written with O_DIRECT on its own. The master copy comes first, so a freshly created unit
-// writes only that.
+// unit's StateLayout (the f32 master, then the optimizer's declared tensors in order), each
+// starting at a multiple of 4096 bytes so every segment can be read or written with O_DIRECT on
+// its own. The master copy comes first, so a freshly created unit writes only that.
 #pragma once
 
 #include <cstdint>
@@ -14,13 +13,13 @@ namespace strata::offload {
 
 struct PackedStateLayout {
   train::StateLayout layout;
-  // Byte offset of each tensor present (master, m, v, m_codes, v_codes, m_absmax, v_absmax,
-  // factored, in this order) and the total, every one a multiple of 4096.
+  // Byte offset of each tensor (the master when layout.master, then every declared tensor) and
+  // the total, every one a multiple of 4096.
   struct Segment {
     std::uint64_t offset = 0;
     std::int64_t elements = 0;
     DType dtype = DType::f32;
-    Tensor train::UnitOptimizerState::*member = nullptr;
+    int tensor = -1;  // -1: the master; else the index in UnitOptimizerState::tensors
   };
   std::vector<Segment> segments;
   std::uint64_t total = 0;
@@ -38,7 +37,5 @@ train::UnitOptimizerState packed_views(const PackedStateLayout& p, std::byte* ba
 
 // The padded size of a packed unit: what the host and NVMe tiers hold per unit.
 std::uint64_t packed_bytes(const train::StateLayout& l);
-// The same for AdamW (second_moment) or SGD state of `elements` parameters.
-std::uint64_t packed_bytes(std::int64_t elements, bool master, bool second_moment);
 
 }  // namespace strata::offload

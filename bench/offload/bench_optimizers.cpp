@@ -27,6 +27,8 @@
 #include "bench/common/cpu_flags.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/optim/optimizers/adafactor.hpp"
+#include "framework/optim/optimizers/adamw8bit.hpp"
 #include "framework/train/trainer.hpp"
 #include "offload/host_state_store.hpp"
 #include "offload/nvme_state_store.hpp"
@@ -147,17 +149,19 @@ int main(int argc, char** argv) {
   for (bool nvme : {false, true}) {
     if (nvme && !with_nvme) continue;
     const std::string where = nvme ? "nvme" : "host";
-    train::TrainerOptions base;
-    base.precision = dt == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
-    base.adamw.lr = 1e-4;
-    train::TrainerOptions o = base;
+    train::TrainerOptions o;
+    o.precision = dt == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
+    optim::AdamWHyper adamw;
+    adamw.lr = 1e-4;
+    o.optimizer = std::make_shared<optim::AdamW>(adamw);
     configs.push_back({"AdamW/" + where, o, nvme});
-    o.optimizer = train::OptimizerKind::adamw8bit;
+    o.optimizer = std::make_shared<optim::AdamW8bit>(adamw);
     configs.push_back({"AdamW8bit/" + where, o, nvme});
-    o = base;
-    o.optimizer = train::OptimizerKind::adafactor;  // transformers' defaults: no beta1
+    optim::AdafactorHyper adafactor;  // transformers' defaults: no beta1
+    o.optimizer = std::make_shared<optim::Adafactor>(adafactor);
     configs.push_back({"Adafactor/" + where, o, nvme});
-    o.adafactor.beta1 = 0.9;
+    adafactor.beta1 = 0.9;
+    o.optimizer = std::make_shared<optim::Adafactor>(adafactor);
     configs.push_back({"Adafactor+beta1/" + where, o, nvme});
   }
   MemoryLedger ledger;
@@ -192,10 +196,10 @@ int main(int argc, char** argv) {
   double adamw_pps = 0;
   for (auto& run : runs) {
     const double pps = n / median(run->seconds);
-    if (run->cfg.opts.optimizer == train::OptimizerKind::adamw) adamw_pps = pps;
+    if (run->cfg.name.starts_with("AdamW/")) adamw_pps = pps;
     std::vector<Shape> shapes;
     for (const nn::Parameter* p : run->store.parameters()) shapes.push_back(p->shape);
-    const auto b = parallel::optimizer_state_bytes(run->cfg.opts, dt != DType::f32, shapes);
+    const auto b = parallel::optimizer_state_bytes(*run->cfg.opts.optimizer, dt != DType::f32, shapes);
     const double state = b.per_element + b.replicated / n;
     std::string io = "-";
     if (run->nvme) io = fmt::format("{:.2f}", median(run->io_bytes) / n);

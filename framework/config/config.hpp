@@ -19,7 +19,9 @@ namespace strata::config {
 
 using json = nlohmann::json;
 
-enum class OptimizerType { adam, adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam, onebit_lamb };
+enum class OptimizerType {
+  adam, adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam, onebit_lamb, lion, lion8bit
+};
 enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
@@ -50,7 +52,7 @@ struct Bf16 {
 struct Optimizer {
   OptimizerType type = OptimizerType::adamw;
   double lr = 1e-3;
-  std::array<double, 2> betas{0.9, 0.999};  // Adam, AdamW, Lamb
+  std::array<double, 2> betas{0.9, 0.999};  // Adam, AdamW, Lamb, Lion
   double eps = 1e-8;                        // Adam, AdamW
   double weight_decay = 0.01;               // default 0.01 for AdamW, 0 for Adam and SGD
   bool adam_w_mode = true;                  // decoupled weight decay (always true for AdamW)

@@ -341,7 +341,6 @@ struct Named {
 const Named kOptimizers[] = {
     {"ZeroOneAdam", "0/1 Adam (compressed communication)"},
     {"Adagrad", "the Adagrad optimizer"},
-    {"Lion", "the Lion optimizer"},
     {"MuAdam", "the muP optimizer MuAdam"},
     {"MuAdamW", "the muP optimizer MuAdamW"},
     {"MuSGD", "the muP optimizer MuSGD"},
@@ -516,7 +515,9 @@ bool takes_param(const OptimizerParam& p, OptimizerType t) {
     case OptimizerType::lamb: return p.lamb;
     case OptimizerType::onebit_adam: return p.onebit;
     case OptimizerType::onebit_lamb: return p.lamb || p.onebit;
-    case OptimizerType::adafactor: return false;
+    case OptimizerType::adafactor:
+    case OptimizerType::lion:
+    case OptimizerType::lion8bit: return false;
   }
   return false;
 }

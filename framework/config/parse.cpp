@@ -310,7 +310,9 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
                                  {"Lamb", OptimizerType::lamb},
                                  {"OneBitAdam", OptimizerType::onebit_adam},
                                  {"OneBitLamb", OptimizerType::onebit_lamb},
-                                 {"SGD", OptimizerType::sgd}},
+                                 {"SGD", OptimizerType::sgd},
+                                 {"Lion", OptimizerType::lion},
+                                 {"Lion8bit", OptimizerType::lion8bit}},
                                 deepspeed_optimizer))
     return;
   const std::string_view name = to_string(o.type);
@@ -329,6 +331,11 @@ void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& not
     case OptimizerType::sgd:
       check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"}, beyond,
                    beyond_names, notes);
+      break;
+    case OptimizerType::lion:
+    case OptimizerType::lion8bit:  // DeepSpeed's Lion: lr, betas, weight_decay
+      check_params(r, "optimizer", name, {"lr", "betas", "weight_decay"}, beyond, beyond_names,
+                   notes);
       break;
     case OptimizerType::lamb:
       check_params(r, "optimizer", name,

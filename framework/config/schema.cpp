@@ -64,20 +64,25 @@ constexpr KeySpec kSchema[] = {
      "\"Adam\", \"AdamW\", \"AdamW8bit\" (AdamW with 8-bit block-wise quantized m and v), "
      "\"Adafactor\", \"Lamb\" (DeepSpeed's FusedLamb: per-parameter trust ratio), \"OneBitAdam\" "
      "(DeepSpeed's 1-bit Adam: compressed momentum exchange after freeze_step; ZeRO stage 0), "
-     "\"OneBitLamb\" (DeepSpeed's 1-bit LAMB: the same after LAMB's warm-up; ZeRO stage 0) or "
-     "\"SGD\" (any letter case)."},
+     "\"OneBitLamb\" (DeepSpeed's 1-bit LAMB: the same after LAMB's warm-up; ZeRO stage 0), "
+     "\"SGD\", \"Lion\" (DeepSpeed's Lion: the sign of an interpolated momentum) or \"Lion8bit\" "
+     "(Lion with an 8-bit block-wise quantized momentum, as bitsandbytes' Lion8bit) (any letter "
+     "case)."},
     {"optimizer.params", K::object, "{}",
      "Optimizer parameters; only those the type uses are accepted."},
     {"optimizer.params.lr", K::number, "0.001",
      "Learning rate (the peak rate when a scheduler runs)."},
     {"optimizer.params.betas", K::number_pair, "[0.9, 0.999]",
-     "Adam/AdamW/AdamW8bit/Lamb/OneBitAdam/OneBitLamb moment decay rates, each in [0, 1)."},
+     "Adam/AdamW/AdamW8bit/Lamb/OneBitAdam/OneBitLamb moment decay rates, each in [0, 1). "
+     "Lion/Lion8bit: [beta1, beta2], the update's interpolation of momentum and gradient and the "
+     "momentum's decay."},
     {"optimizer.params.eps", K::number_or_pair, "1e-08; Adafactor: [1e-30, 0.001]",
      "Adam/AdamW/AdamW8bit/Lamb/OneBitAdam/OneBitLamb: denominator term (a number). Adafactor: [eps1, eps2], eps1 added to "
      "grad² before its means, eps2 the least parameter scale (scale_parameter)."},
     {"optimizer.params.weight_decay", K::number,
      "0.01 for AdamW and AdamW8bit, 0.0 for the others",
-     "Weight decay (decoupled for AdamW, AdamW8bit, Adafactor and for Adam with adam_w_mode; "
+     "Weight decay (decoupled for AdamW, AdamW8bit, Adafactor, Lion, Lion8bit and for Adam with "
+     "adam_w_mode; "
      "Lamb and OneBitLamb add weight_decay × p to the update whose norm the trust ratio takes); "
      "applied to parameters with >= 2 dims only."},
     {"optimizer.params.adam_w_mode", K::boolean, "true",
@@ -232,8 +237,8 @@ constexpr KeySpec kSchema[] = {
      "Update each unit as soon as its gradient is complete in the last micro-batch's backward "
      "(PyTorch's optimizer hooks in backward): offloaded gradients are never written, and "
      "offloaded optimizer state moves while backward computes. Needs ZeRO stage >= 1, Adam, "
-     "AdamW, AdamW8bit or SGD, no gradient_clipping, no fp16, no pipeline, strata.memory.on_oom "
-     "\"fail\" (docs/offload.md)."},
+     "AdamW, AdamW8bit, SGD, Lion or Lion8bit, no gradient_clipping, no fp16, no pipeline, "
+     "strata.memory.on_oom \"fail\" (docs/offload.md)."},
     {"strata.activation_dtype", K::string, "\"auto\"",
      "Activations and their gradients: \"auto\" (16-bit with bf16/fp16 enabled, else f32) or "
      "\"f32\" (f32 activations also with 16-bit parameters: more memory, the exactness of f32)."},

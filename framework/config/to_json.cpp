@@ -21,6 +21,10 @@ std::string_view to_string(OptimizerType t) {
       return "OneBitAdam";
     case OptimizerType::onebit_lamb:
       return "OneBitLamb";
+    case OptimizerType::lion:
+      return "Lion";
+    case OptimizerType::lion8bit:
+      return "Lion8bit";
   }
   return "?";
 }
@@ -85,6 +89,8 @@ json optimizer_json(const Optimizer& o) {
   } else if (o.type == OptimizerType::sgd) {
     p["momentum"] = o.momentum;
     p["nesterov"] = o.nesterov;
+  } else if (o.type == OptimizerType::lion || o.type == OptimizerType::lion8bit) {
+    p["betas"] = {o.betas[0], o.betas[1]};
   } else {
     p["betas"] = {o.betas[0], o.betas[1]};
     p["eps"] = o.eps;

@@ -45,10 +45,11 @@ void check_optimizer_in_backward(const Config& c, Problems& p) {
   const std::string key = "strata.optimizer_in_backward";
   const OptimizerType t = c.optimizer.type;
   if (t != OptimizerType::adam && t != OptimizerType::adamw && t != OptimizerType::adamw8bit &&
-      t != OptimizerType::sgd && ok(p, {key, "optimizer.type"}))
+      t != OptimizerType::sgd && t != OptimizerType::lion && t != OptimizerType::lion8bit &&
+      ok(p, {key, "optimizer.type"}))
     p.mistake(key, "strata.optimizer_in_backward with optimizer.type {} is not implemented (its "
-              "update needs statistics over several units or ranks); use Adam, AdamW, AdamW8bit "
-              "or SGD, or set strata.optimizer_in_backward to false", to_string(t));
+              "update needs statistics over several units or ranks); use Adam, AdamW, AdamW8bit, "
+              "SGD, Lion or Lion8bit, or set strata.optimizer_in_backward to false", to_string(t));
   if (c.gradient_clipping > 0 && ok(p, {key, "gradient_clipping"}))
     p.mistake(key, "strata.optimizer_in_backward with gradient_clipping {}: clipping needs the "
               "norm of every gradient before the first update; set gradient_clipping to 0 or "

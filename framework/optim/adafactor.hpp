@@ -3,7 +3,7 @@
 // vectors, update clipping by its RMS, optional first moment, relative step size and parameter
 // scaling. Split into kernels over flat ranges so that a caller owning only a slice of a
 // parameter (ZeRO) can sum partial statistics, reduce them across shards, and then update its
-// slice: the caller orchestrates (framework/train/adafactor_step.hpp).
+// slice: the caller orchestrates (framework/optim/optimizers/adafactor.hpp).
 #pragma once
 
 #include <cstddef>

@@ -3,7 +3,7 @@
 // trust ratio ||p|| / ||update|| clamped to [min_coeff, max_coeff]. Split into a read-only pass
 // that sums p² and update² over a flat range and an apply pass, so that a caller owning only a
 // slice of a parameter (ZeRO) can add the partial sums of every shard before any update
-// (framework/train/lamb_step.hpp orchestrates).
+// (framework/optim/optimizers/lamb.hpp orchestrates).
 #pragma once
 
 #include <cstddef>

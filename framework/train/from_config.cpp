@@ -4,6 +4,7 @@
 
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/backend/ops/op_table.hpp"
+#include "framework/optim/optimizers/registry.hpp"
 
 namespace strata::train {
 
@@ -52,85 +53,10 @@ DType activation_dtype(const config::Config& cfg) {
   return param_dtype(precision_of(cfg));
 }
 
-namespace {
-// The fields every Adam-style optimizer reads from the config the same way.
-template <typename Hyper>
-void set_adam_family(Hyper& h, const config::Optimizer& opt) {
-  h.lr = opt.lr;
-  h.beta1 = opt.betas[0];
-  h.beta2 = opt.betas[1];
-  h.eps = opt.eps;
-  h.weight_decay = opt.weight_decay;
-}
-}  // namespace
-
 TrainerOptions trainer_options(const config::Config& cfg) {
   TrainerOptions o;
-  const auto& opt = cfg.optimizer;
-  switch (opt.type) {
-    case config::OptimizerType::sgd:
-      o.optimizer = OptimizerKind::sgd;
-      o.sgd.lr = opt.lr;
-      o.sgd.momentum = opt.momentum;
-      o.sgd.nesterov = opt.nesterov;
-      o.sgd.weight_decay = opt.weight_decay;
-      break;
-    case config::OptimizerType::adafactor: {
-      o.optimizer = OptimizerKind::adafactor;
-      optim::AdafactorHyper& h = o.adafactor;
-      h.lr = opt.lr;
-      h.eps1 = opt.adafactor_eps[0];
-      h.eps2 = opt.adafactor_eps[1];
-      h.clip_threshold = opt.clip_threshold;
-      h.decay_rate = opt.decay_rate;
-      h.beta1 = opt.beta1 ? *opt.beta1 : -1.0;
-      h.weight_decay = opt.weight_decay;
-      h.scale_parameter = opt.scale_parameter;
-      h.relative_step = opt.relative_step;
-      h.warmup_init = opt.warmup_init;
-      break;
-    }
-    case config::OptimizerType::onebit_adam: {
-      o.optimizer = OptimizerKind::onebit_adam;
-      optim::OneBitAdamHyper& h = o.onebit;
-      set_adam_family(h, opt);
-      h.freeze_step = opt.freeze_step;
-      break;
-    }
-    case config::OptimizerType::onebit_lamb: {
-      o.optimizer = OptimizerKind::onebit_lamb;
-      optim::OneBitLambHyper& h = o.onebit_lamb;
-      set_adam_family(h, opt);
-      h.max_coeff = opt.max_coeff;
-      h.min_coeff = opt.min_coeff;
-      h.freeze_step = opt.freeze_step;
-      h.coeff_beta = opt.coeff_beta;
-      h.factor_max = opt.factor_max;
-      h.factor_min = opt.factor_min;
-      h.factor_threshold = opt.factor_threshold;
-      break;
-    }
-    case config::OptimizerType::lamb: {
-      o.optimizer = OptimizerKind::lamb;
-      optim::LambHyper& h = o.lamb;
-      set_adam_family(h, opt);
-      h.bias_correction = opt.bias_correction;
-      h.max_coeff = opt.max_coeff;
-      h.min_coeff = opt.min_coeff;
-      h.eps_inside_sqrt = opt.eps_inside_sqrt;
-      break;
-    }
-    case config::OptimizerType::adam:
-    case config::OptimizerType::adamw:
-    case config::OptimizerType::adamw8bit:
-      // Adam with adam_w_mode=false would need coupled decay; the config layer only lets AdamW
-      // semantics through (DeepSpeed's default adam_w_mode=true).
-      o.optimizer = opt.type == config::OptimizerType::adamw8bit ? OptimizerKind::adamw8bit
-                                                                 : OptimizerKind::adamw;
-      set_adam_family(o.adamw, opt);
-      o.adamw.bias_correction = opt.bias_correction;
-      break;
-  }
+  // The optimizer of the config's type, made from its block by its own from_config.
+  o.optimizer = optim::make_optimizer(cfg.optimizer);
   const auto& s = cfg.scheduler;
   switch (s.type) {
     case config::SchedulerType::none: o.schedule.type = "constant"; break;

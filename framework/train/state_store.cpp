@@ -2,13 +2,7 @@
 
 #include <vector>
 
-#include "framework/optim/quantize.hpp"
-
 namespace strata::train {
-
-std::int64_t StateLayout::blocks() const {
-  return quantized ? static_cast<std::int64_t>(optim::quant_blocks(static_cast<std::size_t>(elements))) : 0;
-}
 
 namespace {
 
@@ -24,17 +18,8 @@ class MemoryStateStore final : public OptimizerStateStore {
       s.master = Tensor::empty(shape, DType::f32, mem_);
       s.master.copy_from(values);
     }
-    auto zeros = [&](std::int64_t n, DType dt) { return Tensor::zeros(Shape{n}, dt, mem_); };
-    if (l.first_moment) s.m = zeros(l.elements, DType::f32);
-    if (l.v_elements() > 0) s.v = zeros(l.v_elements(), DType::f32);
-    if (l.quantized) {
-      s.m_codes = zeros(l.elements, DType::u8);
-      s.v_codes = zeros(l.elements, DType::u8);
-      s.m_absmax = zeros(l.blocks(), DType::f32);
-      s.v_absmax = zeros(l.blocks(), DType::f32);
-    }
-    if (l.factored > 0) s.factored = zeros(l.factored, DType::f32);
-    if (l.errors > 0) s.errors = zeros(l.errors, DType::f32);
+    for (const StateTensorSize& t : l.tensors)
+      s.tensors.push_back(Tensor::zeros(Shape{t.length}, t.dtype, mem_));
     units_.push_back(std::move(s));
   }
   UnitOptimizerState& acquire(std::size_t u) override { return units_.at(u); }

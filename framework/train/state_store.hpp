@@ -1,6 +1,7 @@
 // Where the optimizer state of each unit's owned slice lives between steps. The default keeps
 // it in memory (device tier, or host tier for offload_optimizer.device = "cpu"); the offload
-// layer implements NVMe swapping behind the same interface. The Trainer touches units in
+// layer implements NVMe swapping behind the same interface. Stores know tensors (dtype, length),
+// not optimizers. The Trainer touches units in
 // order 0..n-1 each step (or the order expect_order gives): acquire(u), update, release(u).
 #pragma once
 
@@ -12,40 +13,33 @@
 
 namespace strata::train {
 
-// The state of one unit's owned slice. Which tensors exist depends on the optimizer (the
-// StateLayout); those that exist are zero until the first step, except the master.
+// The state of one unit's owned slice: the f32 master copy of 16-bit parameters (the Trainer's)
+// and the tensors the optimizer declares (optim::Declaration::state), in its order. They are zero
+// until the first step, except the master.
 struct UnitOptimizerState {
-  Tensor master;    // f32 master weights when parameters are 16-bit (else undefined)
-  Tensor m;         // f32 first moment: AdamW, SGD momentum, Adafactor with beta1
-  Tensor v;         // f32 second moment: AdamW (whole slice); Adafactor (1-D parameters' part)
-  Tensor m_codes;   // u8 AdamW8bit m, one byte per element (optim/quantize.hpp)
-  Tensor v_codes;   // u8 AdamW8bit v
-  Tensor m_absmax;  // f32 AdamW8bit, one per block of optim::kQuantBlock elements
-  Tensor v_absmax;
-  Tensor factored;  // f32 Adafactor row and column statistics of the unit's matrices (replicated)
-  Tensor errors;    // f32 1-bit Adam: each parameter's worker then server error (this rank's own)
+  Tensor master;                // f32 master weights when parameters are 16-bit (else undefined)
+  std::vector<Tensor> tensors;  // the optimizer's state tensors, in declaration order
+  Tensor& operator[](std::size_t i) { return tensors.at(i); }
+  const Tensor& operator[](std::size_t i) const { return tensors.at(i); }
 };
 
+// What a store allocates for one unit: the master copy (f32, `elements` long) and one tensor per
+// declared state tensor (its dtype and its length in this unit: optim::unit_state_layout).
+struct StateTensorSize {
+  DType dtype = DType::f32;
+  std::int64_t length = 0;
+};
 struct StateLayout {
   std::int64_t elements = 0;  // length of the owned slice
   bool master = false;        // keep an f32 master copy
-  bool second_moment = true;  // v over the whole slice (AdamW)
-  bool first_moment = true;   // m over the whole slice
-  bool quantized = false;     // m_codes, v_codes (elements) and m_absmax, v_absmax (blocks)
-  std::int64_t packed_second_moment = 0;  // v of this length when !second_moment (Adafactor)
-  std::int64_t factored = 0;              // length of `factored`
-  std::int64_t errors = 0;                // length of `errors`
-  // Elements of v (0: none).
-  std::int64_t v_elements() const { return second_moment ? elements : packed_second_moment; }
-  // Quantization blocks of the slice (0 unless quantized).
-  std::int64_t blocks() const;
+  std::vector<StateTensorSize> tensors;
 };
 
 class OptimizerStateStore {
  public:
   virtual ~OptimizerStateStore() = default;
   // Creates unit u's state: master initialised from `values` (the owned parameter slice, any
-  // dtype) when layout.master, moments zero. Units are created in order 0..n-1.
+  // dtype) when layout.master, every other tensor zero. Units are created in order 0..n-1.
   virtual void create(std::size_t u, const StateLayout& layout, const Tensor& values) = 0;
   // A step is about to touch every unit in order (a swapper may start reading ahead). A swapper
   // first waits for the previous step's write-backs (long complete by then) and raises their

@@ -10,37 +10,32 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "framework/nn/param_store.hpp"
-#include "framework/optim/adafactor.hpp"
-#include "framework/optim/adamw.hpp"
-#include "framework/optim/lamb.hpp"
-#include "framework/optim/onebit_adam.hpp"
-#include "framework/optim/onebit_lamb.hpp"
 #include "framework/optim/lr_schedule.hpp"
-#include "framework/optim/sgd.hpp"
+#include "framework/optim/optimizers/adamw.hpp"
+#include "framework/optim/optimizers/optimizer.hpp"
 #include "framework/precision/loss_scaler.hpp"
+#include "framework/train/shard_reductions.hpp"
 #include "framework/train/state_store.hpp"
 
 namespace strata::train {
 
 enum class Precision { f32, bf16, fp16 };
-enum class OptimizerKind { adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam, onebit_lamb };
 
+// What is common to every optimizer's step; the optimizer itself (with its hyperparameters) is an
+// object (framework/optim/optimizers: docs/optimizers.md).
 struct TrainerOptions {
-  OptimizerKind optimizer = OptimizerKind::adamw;
-  optim::AdamWHyper adamw;  // AdamW and AdamW8bit; lr/weight_decay here are the base values
-  optim::SGDHyper sgd;
-  optim::AdafactorHyper adafactor;
-  optim::LambHyper lamb;
-  optim::OneBitAdamHyper onebit;
-  optim::OneBitLambHyper onebit_lamb;
+  // lr: the base rate the schedule scales. Default: AdamW with optim::AdamWHyper's defaults.
+  std::shared_ptr<const optim::Optimizer> optimizer = std::make_shared<optim::AdamW>();
   optim::ScheduleSpec schedule;
   double max_grad_norm = 0.0;  // 0: no clipping
   // The caller updates each unit with step_unit as soon as its gradient is final (in the last
   // micro-batch's backward: strata.optimizer_in_backward); step() updates the units it did not
-  // and finishes the step. AdamW, AdamW8bit and SGD, without clipping or fp16.
+  // and finishes the step. Optimizers that update each unit on its own (declared unit_steps),
+  // without clipping or fp16.
   bool step_in_backward = false;
   Precision precision = Precision::f32;
   double static_loss_scale = 0.0;  // fp16 only; 0 = dynamic
@@ -53,33 +48,6 @@ struct StepResult {
   double lr = 0.0;          // rate used by this update
   double loss_scale = 1.0;  // scale that was in force for this step's backward passes
 };
-
-// How the trainer combines per-shard numbers when each process owns only a slice of every unit
-// (ZeRO): the sum of squares for the global gradient norm, and "did any shard overflow". The
-// defaults are for a trainer that owns everything. framework/ knows nothing of ranks: the
-// parallel engine supplies collectives here.
-struct ShardReductions {
-  std::function<double(double)> sum = [](double v) { return v; };
-  std::function<bool(bool)> any = [](bool b) { return b; };
-  // Element-wise sum over shards, in place (Adafactor's partial row/column statistics and sums
-  // of squares); every shard must end with bitwise the same values.
-  std::function<void(std::span<double>)> sum_vector = [](std::span<double>) {};
-  // Units whose parameters another process also holds and counts (the copy of a tied embedding
-  // on a pipeline's last stage): left out of the gradient norm so that they count once.
-  std::vector<std::size_t> counted_elsewhere;
-  // False on tensor-parallel parts other than the first: the parameters that are not split
-  // (placement replicated, equal on every part) are left out of this part's gradient norm.
-  bool count_replicated = true;
-  // 1-bit Adam and 1-bit LAMB: the data-parallel ranks whose momenta compressed_average averages
-  // in place (optim::ErrorFeedbackTensor; the error buffers are sized for `ranks`). ranks 1: not
-  // called.
-  int ranks = 1;
-  std::function<void(std::span<const optim::ErrorFeedbackTensor>)> compressed_average;
-};
-
-class AdafactorStep;
-class LambStep;
-class OneBitLambStep;
 
 class Trainer {
  public:
@@ -100,30 +68,29 @@ class Trainer {
   double current_lr() const;
   const TrainerOptions& options() const { return opts_; }
 
+  // The optimizer this trainer steps: its own copy of options().optimizer, bound to the store.
+  const optim::Optimizer& optimizer() const { return *opt_; }
+  // The same as optimizer T (throws when it is another).
+  template <typename T>
+  const T& optimizer_as() const {
+    const T* t = dynamic_cast<const T*>(opt_.get());
+    STRATA_CHECK(t, "train", "the trainer's optimizer is {}", opt_->name());
+    return *t;
+  }
   // Optimizer state of the owned slices (checkpoints): acquire, use, release.
   OptimizerStateStore& states() { return *states_; }
   // A copy of the f32 master values of unit u's owned slice (the master copy, or the
   // parameters themselves when they are f32).
   Tensor master_shard(std::size_t u) const;
   precision::LossScaler* scaler() const { return scaler_.get(); }
-  // The Adafactor update's view of the units (null for other optimizers).
-  const AdafactorStep* adafactor() const { return adafactor_.get(); }
-  // The LAMB update (null for other optimizers): its last trust ratios.
-  const LambStep* lamb() const { return lamb_.get(); }
-  // The 1-bit LAMB update (null for other optimizers): its last coefficients.
-  const OneBitLambStep* onebit_lamb() const { return onebit_lamb_.get(); }
   void set_updates(std::int64_t n) { updates_ = n; }
-  // Whether the next step folds each rank's own gradients into its momentum (1-bit Adam or 1-bit
-  // LAMB past freeze_step on several ranks): the engine then skips the gradient all-reduce.
+  // Whether the next step folds each rank's own gradients into its state (the optimizer's
+  // local_gradients, on several ranks: 1-bit past freeze_step): the engine then skips the
+  // gradient all-reduce.
   bool local_gradients_next() const;
-  // 1-bit Adam: unit u's parameters' error buffers as offsets into its `errors` state (worker
-  // error at .worker, server error at .server), for checkpoints. 1-bit LAMB exchanges one fused
-  // tensor: its errors are the first unit's first parameter's slot (OneBitLambStep::errors_unit),
-  // every other slot has size 0.
-  struct ErrorSlots {
-    std::int64_t worker = 0, server = 0, size = 0;  // size: worker + server floats
-  };
-  std::vector<ErrorSlots> error_slots(std::size_t u) const;
+  // Unit u's compression-error slots in its rank_errors state (optim::error_slots; empty for
+  // optimizers without one), for checkpoints.
+  std::vector<optim::ErrorSlot> error_slots(std::size_t u) const;
   int error_ranks() const { return red_.ranks; }
 
   // Unit u's owned gradient slice (`owned`, resident) holds this step's final value, or the last
@@ -149,11 +116,6 @@ class Trainer {
   double grad_sum_squares(std::size_t unit) const;
   double grad_sum_squares_of(std::size_t unit, const Tensor& owned) const;
   bool grads_overflow() const;
-  void step_elementwise(std::int64_t k, double lr, float grad_scale);
-  // One unit of step_elementwise (step_on_meta): its gradient is `grad` when given (resident),
-  // else acquired from the store.
-  void update_unit(std::size_t u, std::int64_t k, double lr, float grad_scale, const Tensor* grad);
-  void meta_unit(std::size_t u, bool overwrite, const Tensor* grad);
   // step_unit's update of unit u for update k.
   void update_in_backward(std::size_t u, const Tensor& grad);
   StepResult finish_step_in_backward();
@@ -162,18 +124,14 @@ class Trainer {
   // After an applied update: write-backs finished or left running as the stores do, the loss
   // scale advanced, gradients zeroed, the update counted.
   void end_update();
-  void step_onebit_frozen(double lr, float grad_scale);
-  void step_on_meta();
 
   nn::ParamStore& store_;
   TrainerOptions opts_;
+  std::unique_ptr<optim::Optimizer> opt_;
   std::unique_ptr<optim::LRSchedule> schedule_;
   std::unique_ptr<precision::LossScaler> scaler_;
   ShardReductions red_;
   std::unique_ptr<OptimizerStateStore> states_;
-  std::unique_ptr<AdafactorStep> adafactor_;
-  std::unique_ptr<LambStep> lamb_;
-  std::unique_ptr<OneBitLambStep> onebit_lamb_;
   std::int64_t updates_ = 0;
   std::vector<std::optional<double>> noted_ss_;  // per unit: note_final_gradient's share
   std::vector<bool> stepped_;                     // step_in_backward: updated in this step
@@ -181,13 +139,8 @@ class Trainer {
   std::vector<std::size_t> step_order_, seen_order_;  // the last step's order; this step's so far
 };
 
-// "AdamW", "SGD", "AdamW8bit", "Adafactor", "Lamb", "OneBitAdam", "OneBitLamb" (as in the
-// config).
-const char* optimizer_name(OptimizerKind k);
-
-// The ParamStore pad_multiple an optimizer needs for `shard_count` shards: AdamW8bit's
-// quantization blocks never straddle two shards when every owned slice is a multiple of
-// optim::kQuantBlock (padding = kQuantBlock × shard_count); 1 for the others.
+// The ParamStore pad_multiple the optimizer needs for `shard_count` shards: its blocks state never
+// straddles two shards when every owned slice is whole blocks (optim::state_pad_multiple).
 int state_pad_multiple(const TrainerOptions& o, int shard_count);
 
 // The name of a precision in configs and reports: "f32", "bf16" or "fp16".

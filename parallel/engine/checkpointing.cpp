@@ -20,7 +20,6 @@
 #include "framework/checkpoint/staging.hpp"
 #include "framework/checkpoint/verify.hpp"
 #include "framework/core/convert.hpp"
-#include "framework/optim/quantize.hpp"
 #include "framework/precision/loss_scaler.hpp"
 #include "parallel/engine/optimizer_checkpoint.hpp"
 #include "parallel/engine/rank_agreement.hpp"
@@ -66,11 +65,8 @@ class HostMirror {
   }
   train::UnitOptimizerState of(const train::UnitOptimizerState& s) {
     train::UnitOptimizerState h;
-    for (auto [from, to] : {std::pair{&s.master, &h.master}, {&s.m, &h.m}, {&s.v, &h.v},
-                            {&s.m_codes, &h.m_codes}, {&s.v_codes, &h.v_codes},
-                            {&s.m_absmax, &h.m_absmax}, {&s.v_absmax, &h.v_absmax},
-                            {&s.factored, &h.factored}, {&s.errors, &h.errors}})
-      *to = of(*from);
+    h.master = of(s.master);
+    for (const Tensor& t : s.tensors) h.tensors.push_back(of(t));
     return h;
   }
   void copy_back() {
@@ -177,15 +173,8 @@ namespace {
 StateSaveRange state_save_range(const nn::UnitLayout& l, int stage, const Group& dp) {
   StateSaveRange r;
   std::tie(r.a, r.b) = checkpoint_save_range(l, stage, dp.size(), dp.rank());
-  const auto blk = static_cast<std::int64_t>(optim::kQuantBlock);
-  const std::int64_t nb = (l.numel + blk - 1) / blk;
-  if (stage >= 1) {
-    r.block_a = l.lo / blk;
-    r.block_b = std::min(nb, l.hi / blk);
-  } else {
-    r.block_a = nb * dp.rank() / dp.size();
-    r.block_b = nb * (dp.rank() + 1) / dp.size();
-  }
+  r.writes = true;
+  r.sharded = stage >= 1;
   r.replicated = dp.rank() == 0;
   r.dp_rank = dp.rank();
   r.dp_size = dp.size();

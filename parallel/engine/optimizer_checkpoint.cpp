@@ -3,14 +3,12 @@
 #include <algorithm>
 
 #include "framework/checkpoint/flat_range.hpp"
-#include "framework/optim/quantize.hpp"
-#include "framework/train/adafactor_step.hpp"
-#include "framework/train/onebit_lamb_step.hpp"
 
 namespace strata::parallel {
 
 namespace ck = strata::checkpoint;
-using train::OptimizerKind;
+using optim::StateShape;
+using optim::StateTensor;
 
 namespace {
 
@@ -18,18 +16,21 @@ std::string errors_entry(const nn::Parameter& p, int rank, int ranks) {
   return ck::state_entry_name(p.name, fmt::format("errors_{}_of_{}", rank, ranks));
 }
 
-std::string scalars_entry(const nn::Parameter& p) {
-  return ck::state_entry_name(p.name, "onebit_lamb");
+// The entry of a blocks tensor: named after the unit's first parameter.
+std::string blocks_entry(const nn::UnitLayout& l, const StateTensor& t) {
+  return ck::state_entry_name(l.params.front()->name, t.entry);
 }
 
-constexpr auto kBlock = static_cast<std::int64_t>(optim::kQuantBlock);
-
-std::int64_t unit_blocks(const nn::UnitLayout& l) {
-  return static_cast<std::int64_t>(optim::quant_blocks(static_cast<std::size_t>(l.numel)));
+std::int64_t unit_blocks(const nn::UnitLayout& l, const StateTensor& t) {
+  return optim::block_count(l.numel, t.count);
 }
 
-std::string blocks_entry(const nn::UnitLayout& l) {
-  return ck::state_entry_name(l.params.front()->name, "blocks");
+// The blocks [first, end) of a blocks tensor that range r writes.
+std::pair<std::int64_t, std::int64_t> saved_blocks(const nn::UnitLayout& l, const StateTensor& t,
+                                                   const StateSaveRange& r) {
+  const std::int64_t nb = unit_blocks(l, t);
+  if (r.sharded) return {l.lo / t.count, std::min(nb, l.hi / t.count)};
+  return {nb * r.dp_rank / r.dp_size, nb * (r.dp_rank + 1) / r.dp_size};
 }
 
 // Slices of an element-wise state tensor for [a, b); `owned` (or null when only sizes are
@@ -61,82 +62,70 @@ void elementwise(const nn::UnitLayout& l, std::int64_t a, std::int64_t b, std::s
   }
 }
 
-// Every state slice of unit u for range r; s null: data pointers null (sizes only).
+// Every state slice of unit u for range r, in the declared order (optimizer_checkpoint.hpp); s
+// null: data pointers null (sizes only).
 template <typename F>
 void visit(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
            const StateSaveRange& r, const train::UnitOptimizerState* s, int tp_index, F&& f) {
-  auto elem = [&](std::string_view kind, const Tensor train::UnitOptimizerState::*member, DType dt) {
-    elementwise(l, r.a, r.b, kind, s ? &(s->*member) : nullptr, dt, tp_index, f);
+  if (!r.writes) return;
+  const std::vector<StateTensor>& state = t.optimizer().declaration().state;
+  auto at = [&](std::size_t i, std::int64_t offset) -> const void* {
+    if (!s) return nullptr;
+    const Tensor& x = (*s)[i];
+    return static_cast<const unsigned char*>(x.raw()) +
+           static_cast<std::size_t>(offset) * dtype_size(x.dtype());
   };
-  auto at = [&](const Tensor train::UnitOptimizerState::*member, std::int64_t offset, DType dt) {
-    return s ? static_cast<const void*>(static_cast<const unsigned char*>((s->*member).raw()) +
-                                        static_cast<std::size_t>(offset) * dtype_size(dt))
-             : nullptr;
-  };
-  using S = train::UnitOptimizerState;
-  switch (t.options().optimizer) {
-    case OptimizerKind::adamw:
-    case OptimizerKind::lamb:
-      elem(ck::kExpAvg, &S::m, DType::f32);
-      elem(ck::kExpAvgSq, &S::v, DType::f32);
-      break;
-    case OptimizerKind::onebit_adam:
-    case OptimizerKind::onebit_lamb: {
-      elem(ck::kExpAvg, &S::m, DType::f32);
-      elem(ck::kExpAvgSq, &S::v, DType::f32);
-      if (t.options().optimizer == OptimizerKind::onebit_lamb) {
-        elem(ck::kExpAvgSqFresh, &S::factored, DType::f32);
-        // The scalars are equal on every rank: saved once, by the rank that saves replicated state.
-        for (std::size_t i = 0; r.replicated && i < l.params.size(); ++i)
-          f(ck::SliceRef{std::string(ck::kOneBitLambScalars), scalars_entry(*l.params[i]),
-                         Shape{static_cast<std::int64_t>(optim::kOneBitLambScalars)}, DType::f32, 0,
-                         static_cast<std::int64_t>(optim::kOneBitLambScalars),
-                         at(&S::factored, train::OneBitLambStep::scalars_offset(l, i), DType::f32)});
-      }
-      const auto slots = t.error_slots(u);
-      for (std::size_t i = 0; i < l.params.size(); ++i)
-        if (slots[i].size > 0)
-          f(ck::SliceRef{std::string(ck::kCompressionErrors),
-                       errors_entry(*l.params[i], r.dp_rank, r.dp_size), Shape{slots[i].size},
-                       DType::f32, 0, slots[i].size, at(&S::errors, slots[i].worker, DType::f32)});
-      break;
-    }
-    case OptimizerKind::sgd:
-      elem(ck::kMomentum, &S::m, DType::f32);
-      break;
-    case OptimizerKind::adamw8bit: {
-      elem(ck::kExpAvgQ8, &S::m_codes, DType::u8);
-      elem(ck::kExpAvgSqQ8, &S::v_codes, DType::u8);
-      if (r.block_a >= r.block_b) break;
-      const std::string name = blocks_entry(l);
-      const Shape shape{unit_blocks(l)};
-      const std::int64_t off = r.block_a - l.lo / kBlock;
-      f(ck::SliceRef{std::string(ck::kExpAvgAbsmax), name, shape, DType::f32, r.block_a,
-                     r.block_b, at(&S::m_absmax, off, DType::f32)});
-      f(ck::SliceRef{std::string(ck::kExpAvgSqAbsmax), name, shape, DType::f32, r.block_a,
-                     r.block_b, at(&S::v_absmax, off, DType::f32)});
-      break;
-    }
-    case OptimizerKind::adafactor: {
-      if (t.options().adafactor.has_beta1()) elem(ck::kExpAvg, &S::m, DType::f32);
-      for (const auto& p : t.adafactor()->params(u)) {
-        const nn::Parameter& param = *l.params[p.index];
-        if (p.factored) {
-          if (!r.replicated) continue;
-          f(ck::SliceRef{std::string(ck::kExpAvgSqRow), ck::state_entry_name(param.name, "row"),
-                         Shape{p.rows}, DType::f32, 0, p.rows, at(&S::factored, p.fac, DType::f32)});
-          f(ck::SliceRef{std::string(ck::kExpAvgSqCol), ck::state_entry_name(param.name, "col"),
-                         Shape{p.cols}, DType::f32, 0, p.cols,
-                         at(&S::factored, p.fac + p.rows, DType::f32)});
-        } else {
+  // Element-wise, then blocks.
+  for (std::size_t i = 0; i < state.size(); ++i)
+    if (state[i].shape == StateShape::elements)
+      elementwise(l, r.a, r.b, state[i].kind, s ? &(*s)[i] : nullptr, state[i].dtype, tp_index, f);
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    const StateTensor& st = state[i];
+    if (st.shape != StateShape::blocks) continue;
+    const auto [ba, bb] = saved_blocks(l, st, r);
+    if (ba >= bb) continue;
+    f(ck::SliceRef{st.kind, blocks_entry(l, st), Shape{unit_blocks(l, st)}, st.dtype, ba, bb,
+                   at(i, ba - l.lo / st.count)});
+  }
+  // Parameter by parameter: the vectors' owned elements, the matrices' factored statistics.
+  const bool by_param = std::any_of(state.begin(), state.end(), [](const StateTensor& st) {
+    return st.shape == StateShape::vectors || st.shape == StateShape::factored;
+  });
+  if (by_param)
+    for (const optim::ParamGeometry& p : optim::param_geometry(l)) {
+      const nn::Parameter& param = *l.params[p.index];
+      for (std::size_t i = 0; i < state.size(); ++i) {
+        const StateTensor& st = state[i];
+        if (st.shape == StateShape::factored && p.matrix && r.replicated) {
+          f(ck::SliceRef{st.kind + "_row", ck::state_entry_name(param.name, "row"), Shape{p.rows},
+                         st.dtype, 0, p.rows, at(i, p.fac)});
+          f(ck::SliceRef{st.kind + "_col", ck::state_entry_name(param.name, "col"), Shape{p.cols},
+                         st.dtype, 0, p.cols, at(i, p.fac + p.rows)});
+        } else if (st.shape == StateShape::vectors && !p.matrix) {
           const std::int64_t a = std::max(r.a, p.a), b = std::min(r.b, p.b);
-          if (a >= b) continue;
-          f(ck::SliceRef{std::string(ck::kExpAvgSq), param.name, param.shape, DType::f32,
-                         a - p.offset, b - p.offset, at(&S::v, p.v + (a - p.a), DType::f32)});
+          if (a < b)
+            f(ck::SliceRef{st.kind, param.name, param.shape, st.dtype, a - p.offset, b - p.offset,
+                           at(i, p.v + (a - p.a))});
         }
       }
-      break;
     }
+  // What every rank holds whole: written once, by the rank that writes replicated state.
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    const StateTensor& st = state[i];
+    if (st.shape != StateShape::per_param || !r.replicated) continue;
+    for (std::size_t j = 0; j < l.params.size(); ++j)
+      f(ck::SliceRef{st.kind, ck::state_entry_name(l.params[j]->name, st.entry), Shape{st.count},
+                     st.dtype, 0, st.count, at(i, st.count * static_cast<std::int64_t>(j))});
+  }
+  // Each rank's own compression errors.
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    const StateTensor& st = state[i];
+    if (st.shape != StateShape::rank_errors) continue;
+    const auto slots = t.error_slots(u);
+    for (std::size_t j = 0; j < l.params.size(); ++j)
+      if (slots[j].size > 0)
+        f(ck::SliceRef{st.kind, errors_entry(*l.params[j], r.dp_rank, r.dp_size),
+                       Shape{slots[j].size}, st.dtype, 0, slots[j].size, at(i, slots[j].worker)});
   }
 }
 
@@ -149,17 +138,8 @@ std::vector<ck::FlatParam> flat_params(const nn::UnitLayout& l) {
   return out;
 }
 
-const char* checkpoint_optimizer_name(const train::Trainer& t) {
-  switch (t.options().optimizer) {
-    case OptimizerKind::adamw: return "adamw";
-    case OptimizerKind::sgd: return "sgd";
-    case OptimizerKind::adamw8bit: return "adamw8bit";
-    case OptimizerKind::adafactor: return "adafactor";
-    case OptimizerKind::lamb: return "lamb";
-    case OptimizerKind::onebit_adam: return "onebitadam";
-    case OptimizerKind::onebit_lamb: return "onebitlamb";
-  }
-  return "?";
+const std::string& checkpoint_optimizer_name(const train::Trainer& t) {
+  return t.optimizer().declaration().checkpoint_name;
 }
 
 void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
@@ -183,47 +163,44 @@ void check_state_compatible(const ck::CheckpointReader& reader, const nn::ParamS
   const ck::Manifest& m = reader.manifest();
   if (m.state.optimizer.empty()) return;
   const std::string& dir = reader.dir();
-  if (m.state.optimizer != checkpoint_optimizer_name(t))
+  const optim::Declaration& d = t.optimizer().declaration();
+  if (m.state.optimizer != d.checkpoint_name)
     user_fail("checkpoint",
               "{} holds {} optimizer state but the trainer uses {}: resume with the optimizer "
               "it was saved with (optimizer.type), or start from its weights alone after "
               "`strata ckpt export`",
-              dir, m.state.optimizer, checkpoint_optimizer_name(t));
-  if (t.options().optimizer == OptimizerKind::adafactor && store.num_units() > 0 &&
-      !store.layout(0).params.empty()) {
-    const bool saved = reader.has(ck::kExpAvg, store.layout(0).params.front()->name);
-    const bool want = t.options().adafactor.has_beta1();
-    if (saved != want)
-      user_fail("checkpoint",
-                "{} was saved by Adafactor {} a first moment but optimizer.params.beta1 is {}: "
-                "resume with the beta1 it was saved with",
-                dir, saved ? "with" : "without",
-                want ? fmt::format("{}", t.options().adafactor.beta1) : std::string("null"));
-  }
-  if (t.options().optimizer == OptimizerKind::adamw8bit) {
+              dir, m.state.optimizer, d.checkpoint_name);
+  t.optimizer().check_checkpoint(
+      [&](std::string_view kind, std::string_view name) {
+        return reader.has(kind, std::string(name));
+      },
+      store, dir);
+  // Blocks are cut from each unit's flat buffer: the units must be those it was saved with.
+  const auto blocks = std::find_if(d.state.begin(), d.state.end(), [](const StateTensor& st) {
+    return st.shape == StateShape::blocks;
+  });
+  if (blocks != d.state.end())
     for (std::size_t u = 0; u < store.num_units(); ++u) {
       const nn::UnitLayout& l = store.layout(u);
       if (l.params.empty()) continue;
-      const ck::ParamEntry* e = m.find(blocks_entry(l));
-      if (!e || e->shape != Shape{unit_blocks(l)})
+      const ck::ParamEntry* e = m.find(blocks_entry(l, *blocks));
+      if (!e || e->shape != Shape{unit_blocks(l, *blocks)})
         user_fail("checkpoint",
-                  "{} has no AdamW8bit block statistics '{}' of {} blocks: it was saved with "
+                  "{} has no {} block statistics '{}' of {} blocks: it was saved with "
                   "other units (quantization blocks are cut from each unit's flat buffer); "
                   "resume with the model layout it was saved with",
-                  dir, blocks_entry(l), unit_blocks(l));
+                  dir, d.name, blocks_entry(l, *blocks), unit_blocks(l, *blocks));
     }
-  }
 }
 
 void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn::UnitLayout& l,
                 std::size_t u, train::UnitOptimizerState& s, bool with_moments, int dp_rank,
                 int dp_size) {
-  if (!with_moments) {
-    for (Tensor* x :
-         {&s.m, &s.v, &s.m_codes, &s.v_codes, &s.m_absmax, &s.v_absmax, &s.factored, &s.errors})
-      if (x->defined()) x->zero();
-    return;
-  }
+  // What the checkpoint does not hold (padding, other ranks' errors) stays zero.
+  for (Tensor& x : s.tensors)
+    if (x.defined()) x.zero();
+  if (!with_moments) return;
+  const std::vector<StateTensor>& state = t.optimizer().declaration().state;
   const std::int64_t hi = std::max(l.lo, std::min(l.hi, l.numel));  // padding only: none
   const std::vector<ck::FlatParam> params = flat_params(l);
   const auto pieces = ck::split_flat_range(params, l.lo, hi);
@@ -241,68 +218,51 @@ void read_state(ck::CheckpointReader& reader, const train::Trainer& t, const nn:
                 });
     }
   };
-  switch (t.options().optimizer) {
-    case OptimizerKind::adamw:
-    case OptimizerKind::lamb:
-      read_elem(ck::kExpAvg, s.m);
-      read_elem(ck::kExpAvgSq, s.v);
-      break;
-    case OptimizerKind::onebit_adam:
-    case OptimizerKind::onebit_lamb: {
-      read_elem(ck::kExpAvg, s.m);
-      read_elem(ck::kExpAvgSq, s.v);
-      if (t.options().optimizer == OptimizerKind::onebit_lamb) {
-        s.factored.zero();
-        read_elem(ck::kExpAvgSqFresh, s.factored);
-        for (std::size_t i = 0; i < l.params.size(); ++i)
-          reader.read_range(ck::kOneBitLambScalars, scalars_entry(*l.params[i]), 0,
-                            static_cast<std::int64_t>(optim::kOneBitLambScalars),
-                            s.factored.data<float>() + train::OneBitLambStep::scalars_offset(l, i),
-                            DType::f32);
+  auto at = [&](std::size_t i, std::int64_t offset) {
+    return static_cast<unsigned char*>(s[i].raw()) +
+           static_cast<std::size_t>(offset) * dtype_size(s[i].dtype());
+  };
+  std::vector<optim::ParamGeometry> geometry;
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    const StateTensor& st = state[i];
+    switch (st.shape) {
+      case StateShape::elements: read_elem(st.kind, s[i]); break;
+      case StateShape::blocks: {
+        const std::int64_t b0 = l.lo / st.count;
+        const std::int64_t b1 = std::min(unit_blocks(l, st), l.hi / st.count);
+        if (b0 < b1) reader.read_range(st.kind, blocks_entry(l, st), b0, b1, at(i, 0), st.dtype);
+        break;
       }
-      if (s.errors.defined()) s.errors.zero();  // 1-bit LAMB: only the first unit has errors
-      const auto slots = t.error_slots(u);
-      for (std::size_t i = 0; i < l.params.size(); ++i) {
-        const std::string name = errors_entry(*l.params[i], dp_rank, dp_size);
-        if (slots[i].size > 0 && reader.has(ck::kCompressionErrors, name))
-          reader.read_range(ck::kCompressionErrors, name, 0, slots[i].size,
-                            s.errors.data<float>() + slots[i].worker, DType::f32);
-      }
-      break;
-    }
-    case OptimizerKind::sgd:
-      read_elem(ck::kMomentum, s.m);
-      break;
-    case OptimizerKind::adamw8bit: {
-      read_elem(ck::kExpAvgQ8, s.m_codes);
-      read_elem(ck::kExpAvgSqQ8, s.v_codes);
-      s.m_absmax.zero();
-      s.v_absmax.zero();
-      const std::int64_t b0 = l.lo / kBlock;
-      const std::int64_t b1 = std::min(unit_blocks(l), l.hi / kBlock);
-      if (b0 < b1) {
-        const std::string name = blocks_entry(l);
-        reader.read_range(ck::kExpAvgAbsmax, name, b0, b1, s.m_absmax.data<float>(), DType::f32);
-        reader.read_range(ck::kExpAvgSqAbsmax, name, b0, b1, s.v_absmax.data<float>(), DType::f32);
-      }
-      break;
-    }
-    case OptimizerKind::adafactor:
-      if (t.options().adafactor.has_beta1()) read_elem(ck::kExpAvg, s.m);
-      for (const auto& p : t.adafactor()->params(u)) {
-        const std::string& name = l.params[p.index]->name;
-        if (p.factored) {
-          float* st = s.factored.data<float>() + p.fac;
-          reader.read_range(ck::kExpAvgSqRow, ck::state_entry_name(name, "row"), 0, p.rows, st,
-                            DType::f32);
-          reader.read_range(ck::kExpAvgSqCol, ck::state_entry_name(name, "col"), 0, p.cols,
-                            st + p.rows, DType::f32);
-        } else if (p.a < p.b) {
-          reader.read_range(ck::kExpAvgSq, name, p.a - p.offset, p.b - p.offset,
-                            s.v.data<float>() + p.v, DType::f32);
+      case StateShape::vectors:
+      case StateShape::factored:
+        if (geometry.empty()) geometry = optim::param_geometry(l);
+        for (const optim::ParamGeometry& p : geometry) {
+          const std::string& name = l.params[p.index]->name;
+          if (st.shape == StateShape::factored && p.matrix) {
+            reader.read_range(st.kind + "_row", ck::state_entry_name(name, "row"), 0, p.rows,
+                              at(i, p.fac), st.dtype);
+            reader.read_range(st.kind + "_col", ck::state_entry_name(name, "col"), 0, p.cols,
+                              at(i, p.fac + p.rows), st.dtype);
+          } else if (st.shape == StateShape::vectors && !p.matrix && p.a < p.b) {
+            reader.read_range(st.kind, name, p.a - p.offset, p.b - p.offset, at(i, p.v), st.dtype);
+          }
         }
+        break;
+      case StateShape::per_param:
+        for (std::size_t j = 0; j < l.params.size(); ++j)
+          reader.read_range(st.kind, ck::state_entry_name(l.params[j]->name, st.entry), 0,
+                            st.count, at(i, st.count * static_cast<std::int64_t>(j)), st.dtype);
+        break;
+      case StateShape::rank_errors: {
+        const auto slots = t.error_slots(u);
+        for (std::size_t j = 0; j < l.params.size(); ++j) {
+          const std::string name = errors_entry(*l.params[j], dp_rank, dp_size);
+          if (slots[j].size > 0 && reader.has(st.kind, name))
+            reader.read_range(st.kind, name, 0, slots[j].size, at(i, slots[j].worker), st.dtype);
+        }
+        break;
       }
-      break;
+    }
   }
 }
 

@@ -1,19 +1,19 @@
-// Which checkpoint datasets hold a unit's optimizer state, for every optimizer the Trainer runs,
-// and how a rank reads its owned part back on any dp size or ZeRO stage:
-//   AdamW, Lamb  exp_avg, exp_avg_sq (f32 per element);   SGD  momentum
-//   AdamW8bit  exp_avg_q8, exp_avg_sq_q8 (u8 codes per element) and exp_avg_absmax,
-//              exp_avg_sq_absmax (f32 per block) on the state entry "<unit's first param>#blocks";
-//              blocks are global in the unit's flat buffer and never straddle two ranks, so any
-//              resharding keeps them intact (no re-quantization)
-//   Adafactor  exp_avg (beta1) per element; exp_avg_sq per element of 1-D parameters; each
-//              matrix's replicated statistics whole on "<param>#row" / "<param>#col"
-//              (exp_avg_sq_row / exp_avg_sq_col), written once (dp rank 0), read by every rank.
-//   OneBitAdam exp_avg, exp_avg_sq as AdamW; each rank's compression errors of each parameter
-//              on "<param>#errors_<rank>_of_<ranks>" (compression_errors), read back by the
-//              same rank on as many ranks, else zeroed.
-//   OneBitLamb exp_avg, exp_avg_sq, exp_avg_sq_fresh per element; each parameter's scalars
-//              (coeff_freeze, last_factor, scaling) on "<param>#onebit_lamb" (written once);
-//              each rank's errors of the one fused tensor on its first parameter's errors entry.
+// A unit's optimizer state in checkpoints, read from the optimizer's declaration
+// (optim::Declaration::state; docs/optimizers.md), and how a rank reads its owned part back on any
+// dp size or ZeRO stage. Per state tensor, by its shape:
+//   elements     kind on each parameter, the owned elements (a tensor-parallel part's named by the
+//                whole parameter's elements)
+//   blocks       kind on "<unit's first param>#<entry>", global block range; blocks never
+//                straddle two ranks, so any resharding keeps them intact (no re-quantization)
+//   vectors      kind on each parameter with fewer than 2 dims, its owned elements
+//   factored     kind_row / kind_col on "<param>#row" / "<param>#col", whole, written once (dp
+//                rank 0), read by every rank
+//   per_param    kind on "<param>#<entry>", whole, written once, read by every rank
+//   rank_errors  kind on "<param>#errors_<rank>_of_<ranks>": each rank's own, read back by the
+//                same rank on as many ranks, else zeroed
+// A unit's slices are written in that order: elements, blocks, parameter by parameter the vectors
+// and factored pieces, per_param, rank_errors (the order of the files written before optimizers
+// became objects). No optimizer is named here.
 #pragma once
 
 #include <algorithm>
@@ -76,24 +76,26 @@ void to_global_slices(const nn::Parameter& p, std::int64_t begin, std::int64_t e
   flush();
 }
 
-// The manifest's name for the trainer's optimizer: "adamw", "sgd", "adamw8bit", "adafactor",
-// "lamb".
-const char* checkpoint_optimizer_name(const train::Trainer& t);
+// The manifest's name for the trainer's optimizer (its declaration's checkpoint_name: "adamw").
+const std::string& checkpoint_optimizer_name(const train::Trainer& t);
 
-// What a rank writes of unit u: the element range [a, b) of its flat buffer, the quantization
-// blocks [block_a, block_b) (AdamW8bit), and whether it writes the replicated statistics.
+// What a rank writes of unit u: the element range [a, b) of its flat buffer; its blocks (of any
+// blocks state): the blocks of its owned slice when units are sharded (ZeRO >= 1), else its share
+// of the unit's blocks by dp rank; whether it writes the state every rank holds whole; whose
+// compression errors it writes. A default range (`writes` false) writes nothing.
 struct StateSaveRange {
   std::int64_t a = 0, b = 0;
-  std::int64_t block_a = 0, block_b = 0;
+  bool writes = false;
+  bool sharded = false;  // ZeRO >= 1: the rank owns [lo, hi) of each unit
   bool replicated = false;
-  int dp_rank = 0, dp_size = 1;  // 1-bit Adam: whose compression errors this rank writes
+  int dp_rank = 0, dp_size = 1;
 };
 
 // Calls f for each slice of unit u's optimizer state in `r` (the master / "param" slices are the
 // caller's), pointing into s (the unit's state, its owned slice starting at flat layout.lo).
 // Element-wise state of a tensor-parallel part (tp_index: its part) is named by the whole
-// parameter's elements, replicated parameters written by part 0 only; AdamW8bit and Adafactor
-// state exist at tp 1 only (the assembly refuses them with tp > 1).
+// parameter's elements, replicated parameters written by part 0 only; the other shapes exist at
+// tp 1 only (the optimizers that keep them refuse tp > 1: Refusals::tensor_parallel).
 void for_each_state_slice(const train::Trainer& t, const nn::UnitLayout& l, std::size_t u,
                           const StateSaveRange& r, const train::UnitOptimizerState& s,
                           int tp_index, const std::function<void(const checkpoint::SliceRef&)>& f);
@@ -103,14 +105,15 @@ std::size_t state_slice_bytes(const train::Trainer& t, const nn::UnitLayout& l, 
                               const StateSaveRange& r, int tp_index, std::size_t* slices = nullptr);
 
 // UserError (one line) when the checkpoint's optimizer state cannot be loaded into the trainer:
-// another optimizer, Adafactor with/without a first moment (beta1), or AdamW8bit blocks of
-// other units. Nothing to check when it holds no optimizer state.
+// another optimizer, a state the optimizer cannot continue from (Optimizer::check_checkpoint:
+// Adafactor with/without a first moment), or blocks of other units. Nothing to check when it holds
+// no optimizer state.
 void check_state_compatible(const checkpoint::CheckpointReader& reader, const nn::ParamStore& store,
                             const train::Trainer& t);
 // Reads unit u's optimizer state for its owned range [lo, min(hi, numel)); zeroes it when the
 // checkpoint holds none (with_moments false).
-// 1-bit Adam's compression errors are read from this rank's own entry when the checkpoint was
-// written by as many ranks, else zeroed (DeepSpeed always resets them on load).
+// Compression errors are read from this rank's own entry when the checkpoint was written by as
+// many ranks, else zeroed (DeepSpeed always resets them on load).
 void read_state(checkpoint::CheckpointReader& reader, const train::Trainer& t,
                 const nn::UnitLayout& l, std::size_t u, train::UnitOptimizerState& s,
                 bool with_moments, int dp_rank = 0, int dp_size = 1);

@@ -24,29 +24,25 @@ int checked_int(std::int64_t v, const char* what) {
 Grid make_grid(const config::Config& cfg, const Group& world) {
   Grid g(world, checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size"),
          checked_int(cfg.strata.pipeline_parallel_size, "strata.pipeline_parallel_size"));
-  if (g.tp_size() > 1) {
-    const train::OptimizerKind kind = train::trainer_options(cfg).optimizer;
-    if (kind == train::OptimizerKind::adamw8bit || kind == train::OptimizerKind::adafactor ||
-        kind == train::OptimizerKind::lamb)
-      user_fail("engine", "optimizer.type {} with strata.tensor_parallel_size {} is not "
-                "implemented (its quantization blocks, factored statistics and trust ratios are "
-                "taken over whole parameters, not tensor-parallel parts): use AdamW or SGD, or "
-                "tensor parallel size 1", train::optimizer_name(kind), g.tp_size());
-  }
-  if (const train::OptimizerKind kind = train::trainer_options(cfg).optimizer;
-      kind == train::OptimizerKind::onebit_adam || kind == train::OptimizerKind::onebit_lamb) {
-    // DeepSpeed refuses 1-bit Adam and LAMB with ZeRO too: the momentum exchange needs whole
-    // tensors.
-    if (cfg.zero_optimization.stage != 0)
-      user_fail("engine", "optimizer.type {} with zero_optimization.stage {} is not "
-                "supported (DeepSpeed refuses it too: the compressed momentum exchange needs every "
-                "rank to hold whole tensors); set zero_optimization.stage to 0",
-                train::optimizer_name(kind), cfg.zero_optimization.stage);
-    if (g.tp_size() > 1 || g.pp_size() > 1)
-      user_fail("engine", "optimizer.type {} with tensor or pipeline parallelism (sizes "
-                "{} and {}) is not implemented: set both to 1", train::optimizer_name(kind),
-                g.tp_size(), g.pp_size());
-  }
+  // What the optimizer refuses, as it declares it.
+  const auto opt = train::trainer_options(cfg).optimizer;
+  const optim::Refusals& no = opt->declaration().refusals;
+  if (g.tp_size() > 1 && !no.tensor_parallel.empty())
+    user_fail("engine", "optimizer.type {} with strata.tensor_parallel_size {} is not "
+              "implemented ({}): use {}, or tensor parallel size 1", opt->name(), g.tp_size(),
+              no.tensor_parallel, optim::optimizer_names(
+                                      [](const optim::Declaration& d) {
+                                        return d.refusals.tensor_parallel.empty() &&
+                                               d.refusals.model_parallel.empty();
+                                      },
+                                      "or"));
+  if (cfg.zero_optimization.stage != 0 && !no.zero.empty())
+    user_fail("engine", "optimizer.type {} with zero_optimization.stage {} is not supported ({}); "
+              "set zero_optimization.stage to 0", opt->name(), cfg.zero_optimization.stage, no.zero);
+  if ((g.tp_size() > 1 || g.pp_size() > 1) && !no.model_parallel.empty())
+    user_fail("engine", "optimizer.type {} with tensor or pipeline parallelism (sizes {} and {}) "
+              "is not implemented ({}): set both to 1", opt->name(), g.tp_size(), g.pp_size(),
+              no.model_parallel);
   if (cfg.strata.memory.on_oom == config::OnOom::recover && (g.tp_size() > 1 || g.pp_size() > 1))
     user_fail("engine", "strata.memory.on_oom \"recover\" with strata.tensor_parallel_size {} and "
               "strata.pipeline_parallel_size {} is not implemented (the ranks of a tensor- or "
@@ -139,10 +135,9 @@ void check_gpu_job(const config::Config& cfg, Device device) {
       z.offload_param.device != config::OffloadDevice::none)
     refuse("offload (zero_optimization.offload_optimizer / offload_param)");
   if (cfg.strata.optimizer_in_backward) refuse("strata.optimizer_in_backward");
-  const train::OptimizerKind k = train::trainer_options(cfg).optimizer;
-  if (k != train::OptimizerKind::adamw && k != train::OptimizerKind::sgd)
-    refuse(fmt::format("the {} optimizer (it has no CUDA kernels; AdamW and SGD have)",
-                       train::optimizer_name(k)));
+  const auto opt = train::trainer_options(cfg).optimizer;
+  if (const std::string& why = opt->declaration().refusals.gpu; !why.empty())
+    refuse(fmt::format("the {} optimizer ({})", opt->name(), why));
 }
 
 }  // namespace
@@ -176,7 +171,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   const DType pd = train::param_dtype(train::precision_of(cfg_));
   const TensorOptions memory{extras.device, Tier::device, Category::other, &ledger_};
   const train::TrainerOptions topts = train::trainer_options(cfg_);
-  // AdamW8bit: every owned slice whole quantization blocks.
+  // An optimizer with blocks state (AdamW8bit): every owned slice whole blocks.
   const int pad = train::state_pad_multiple(topts, stage == 0 ? 1 : dp.size());
   nn::ParamStoreOptions so =
       ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, pad, memory}, stage, dp);
@@ -197,11 +192,10 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.
   train::ShardReductions reductions = stage > 0 ? dp_reductions(dp) : train::ShardReductions{};
   reductions = tp_reductions(std::move(reductions), grid_.tp());
-  if ((topts.optimizer == train::OptimizerKind::onebit_adam ||
-       topts.optimizer == train::OptimizerKind::onebit_lamb) &&
-      dp.size() > 1) {
-    // Past freeze_step each rank's gradients are its own: overflow is decided over dp (every rank
-    // skips the same steps), and the momenta go through the compressed all-reduce.
+  if (topts.optimizer->declaration().compressed_exchange && dp.size() > 1) {
+    // The optimizer's compressed exchange: past its freeze_step each rank's gradients are its own,
+    // so overflow is decided over dp (every rank skips the same steps), and its momenta go through
+    // the compressed all-reduce.
     reductions.any = dp_reductions(dp).any;
     reductions.ranks = dp.size();
     reductions.compressed_average = [dp](std::span<const optim::ErrorFeedbackTensor> t) {
@@ -240,8 +234,8 @@ namespace {
 OptimizerStateBytes optimizer_bytes(const nn::ParamStore& store, const train::Trainer& trainer) {
   std::vector<Shape> shapes;
   for (const nn::Parameter* p : store.parameters()) shapes.push_back(p->shape);
-  return optimizer_state_bytes(trainer.options(), store.options().param_dtype != DType::f32, shapes,
-                               trainer.error_ranks());
+  return optimizer_state_bytes(trainer.optimizer(), store.options().param_dtype != DType::f32,
+                               shapes, trainer.error_ranks());
 }
 }  // namespace
 
@@ -276,7 +270,7 @@ ModelStateBytes Training::predicted_model_states() const {
 }
 
 std::string Training::optimizer_state_description() const {
-  return describe(trainer_->options(), store_->options().param_dtype != DType::f32,
+  return describe(trainer_->optimizer(), store_->options().param_dtype != DType::f32,
                   optimizer_bytes(*store_, *trainer_));
 }
 

@@ -1,9 +1,12 @@
 #include "parallel/zero/zero_memory.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "framework/memory/size.hpp"
-#include "framework/optim/quantize.hpp"
+#include "framework/optim/onebit_adam.hpp"
 
 namespace strata::parallel {
 
@@ -17,66 +20,70 @@ ModelStateBytes zero_prediction(int stage, int n, double psi, double p, double g
   return b;
 }
 
-OptimizerStateBytes optimizer_state_bytes(const train::TrainerOptions& o, bool master,
+OptimizerStateBytes optimizer_state_bytes(const optim::Optimizer& o, bool master,
                                           const std::vector<Shape>& shapes, int ranks) {
+  using optim::StateShape;
   OptimizerStateBytes b;
   b.per_element = master ? 4.0 : 0.0;
-  switch (o.optimizer) {
-    case train::OptimizerKind::adamw:
-    case train::OptimizerKind::lamb: b.per_element += 8.0; break;
-    case train::OptimizerKind::onebit_adam:  // + worker and server errors: (1 + 1/N) × padded
-      b.per_element += 8.0;
-      for (const Shape& s : shapes)
-        b.replicated += 4.0 * static_cast<double>(optim::onebit_error_size(
-                                  static_cast<std::size_t>(s.numel()), ranks));
-      break;
-    case train::OptimizerKind::onebit_lamb: {
-      // m, v, v_fresh; 3 scalars per parameter; the errors of one fused tensor of all of them.
-      b.per_element += 12.0;
-      std::size_t total = 0;
-      for (const Shape& s : shapes) total += static_cast<std::size_t>(s.numel());
-      b.replicated += 4.0 * static_cast<double>(optim::onebit_error_size(total, ranks)) +
-                      4.0 * static_cast<double>(optim::kOneBitLambScalars * shapes.size());
-      break;
-    }
-    case train::OptimizerKind::sgd: b.per_element += 4.0; break;
-    case train::OptimizerKind::adamw8bit:
-      b.per_element += 2.0 + 8.0 / static_cast<double>(optim::kQuantBlock);
-      break;
-    case train::OptimizerKind::adafactor: {
-      double total = 0, vec = 0;
-      for (const Shape& s : shapes) {
-        const auto n = static_cast<double>(s.numel());
-        total += n;
-        if (s.rank() >= 2 && s.numel() > 0)
-          b.replicated += 4.0 * static_cast<double>(s.dims()[0] + s.numel() / s.dims()[0]);
-        else
-          vec += n;
+  for (const optim::StateTensor& t : o.declaration().state) {
+    const auto size = static_cast<double>(dtype_size(t.dtype));
+    switch (t.shape) {
+      case StateShape::elements: b.per_element += size; break;
+      case StateShape::blocks: b.per_element += size / static_cast<double>(t.count); break;
+      case StateShape::vectors: {
+        double total = 0, vec = 0;
+        for (const Shape& s : shapes) {
+          const auto n = static_cast<double>(s.numel());
+          total += n;
+          if (!(s.rank() >= 2 && s.numel() > 0)) vec += n;
+        }
+        if (total > 0) b.per_element += size * vec / total;
+        break;
       }
-      if (o.adafactor.has_beta1()) b.per_element += 4.0;
-      if (total > 0) b.per_element += 4.0 * vec / total;
-      break;
+      case StateShape::factored:
+        for (const Shape& s : shapes)
+          if (s.rank() >= 2 && s.numel() > 0)
+            b.replicated += size * static_cast<double>(s.dims()[0] + s.numel() / s.dims()[0]);
+        break;
+      case StateShape::per_param:
+        b.replicated += size * static_cast<double>(t.count * static_cast<std::int64_t>(shapes.size()));
+        break;
+      case StateShape::rank_errors:
+        if (t.count == 1) {  // one tensor of every parameter
+          std::size_t total = 0;
+          for (const Shape& s : shapes) total += static_cast<std::size_t>(s.numel());
+          b.replicated += size * static_cast<double>(optim::onebit_error_size(total, ranks));
+        } else {
+          for (const Shape& s : shapes)
+            b.replicated += size * static_cast<double>(optim::onebit_error_size(
+                                       static_cast<std::size_t>(s.numel()), ranks));
+        }
+        break;
     }
   }
   return b;
 }
 
-std::string describe(const train::TrainerOptions& o, bool master, const OptimizerStateBytes& b) {
+std::string describe(const optim::Optimizer& o, bool master, const OptimizerStateBytes& b) {
+  const optim::Declaration& d = o.declaration();
   const double moments = b.per_element - (master ? 4.0 : 0.0);
-  std::string out = fmt::format("{}: {:.2f} bytes per parameter ({}{} {:.2f})",
-                                train::optimizer_name(o.optimizer), b.per_element,
-                                master ? "fp32 master 4 + " : "",
-                                o.optimizer == train::OptimizerKind::adamw8bit ? "8-bit m, v"
-                                                                                : "moments",
+  std::string out = fmt::format("{}: {:.2f} bytes per parameter ({}{} {:.2f})", d.name,
+                                b.per_element, master ? "fp32 master 4 + " : "", d.state_words,
                                 moments);
-  if (b.replicated > 0)
+  if (b.replicated > 0) {
+    // What every rank holds whole, named by shape.
+    std::vector<std::string> what;
+    auto has = [&](optim::StateShape s) {
+      return std::any_of(d.state.begin(), d.state.end(),
+                         [&](const optim::StateTensor& t) { return t.shape == s; });
+    };
+    if (has(optim::StateShape::factored)) what.emplace_back("replicated row/column statistics");
+    if (has(optim::StateShape::rank_errors)) what.emplace_back("its own compression errors");
+    if (has(optim::StateShape::per_param)) what.emplace_back("per-parameter scalars");
     out += fmt::format(" + {} on every rank ({})",
                        format_bytes(static_cast<std::uint64_t>(b.replicated)),
-                       o.optimizer == train::OptimizerKind::onebit_adam
-                           ? "its own compression errors"
-                       : o.optimizer == train::OptimizerKind::onebit_lamb
-                           ? "its own compression errors and per-parameter scalars"
-                           : "replicated row/column statistics");
+                       fmt::join(what, " and "));
+  }
   return out;
 }
 

@@ -40,7 +40,7 @@ JSON
   echo "$name: val loss $v"
 }
 
-for t in AdamW Adam SGD AdamW8bit Adafactor Lamb OneBitAdam OneBitLamb; do run "$t" "$t"; done
+for t in AdamW Adam SGD AdamW8bit Adafactor Lamb OneBitAdam OneBitLamb Lion Lion8bit; do run "$t" "$t"; done
 for t in OneBitAdam OneBitLamb; do
   run "${t}_np2" "$t" "$mpiexec" --oversubscribe --bind-to none -np 2
 done

@@ -11,15 +11,13 @@ using namespace strata::test;
 
 namespace {
 
-void run_equivalence(train::OptimizerKind kind, bool overlap) {
+void run_equivalence(bool sgd, bool overlap) {
   const auto& w = world();
   const int N = w.size(), b = 2, accum = 2, steps = 10;
   const auto c = tiny_gpt();
   train::TrainerOptions o;
-  o.optimizer = kind;
-  o.adamw.lr = 3e-3;
-  o.sgd.lr = 0.3;
-  o.sgd.momentum = 0.9;
+  if (sgd) o.optimizer = std::make_shared<optim::SGD>(optim::SGDHyper{.lr = 0.3, .momentum = 0.9});
+  else o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
   o.max_grad_norm = 0.5;
   // Small buckets: many collectives per step, several per unit.
   Replica dp(c, o, w, b, accum, 0, DType::f32, 1000, overlap);
@@ -38,14 +36,14 @@ void run_equivalence(train::OptimizerKind kind, bool overlap) {
   const double l2 = rel_l2(wa, wr), mx = rel_max(wa, wr);
   if (w.rank() == 0)
     std::printf("np=%d %s overlap=%d: worst loss rel %.2e, weights rel L2 %.2e, rel max %.2e, %llu bytes all-reduced\n",
-                N, kind == train::OptimizerKind::adamw ? "AdamW" : "SGD", overlap, worst_loss, l2, mx,
+                N, sgd ? "SGD" : "AdamW", overlap, worst_loss, l2, mx,
                 static_cast<unsigned long long>(dp.engine.zero().volume().all_reduce));
   // Losses agree within 1e-6 (measured ~4e-9). Weights: SGD within 1e-6 element-wise (measured
   // ~1e-7). AdamW divides by sqrt(v): round-off from the different summation order (per-rank
   // partial sums + all-reduce vs one sum) in near-zero gradients becomes O(lr * g/eps) weight
   // differences, so after 10 steps its weights agree to ~1.5e-6 (L2) / ~7e-6 (max) — the same
   // as 1 rank accumulating micro-batches vs one big batch. Bound: 5e-6 in L2.
-  if (kind == train::OptimizerKind::sgd) {
+  if (sgd) {
     EXPECT_LT(mx, 1e-6);
   } else {
     EXPECT_LT(l2, 5e-6);
@@ -58,6 +56,6 @@ void run_equivalence(train::OptimizerKind kind, bool overlap) {
 
 }  // namespace
 
-TEST(DataParallel, AdamWMatchesOneRankWithOverlap) { run_equivalence(train::OptimizerKind::adamw, true); }
-TEST(DataParallel, AdamWMatchesOneRankWithoutOverlap) { run_equivalence(train::OptimizerKind::adamw, false); }
-TEST(DataParallel, SgdMatchesOneRank) { run_equivalence(train::OptimizerKind::sgd, true); }
+TEST(DataParallel, AdamWMatchesOneRankWithOverlap) { run_equivalence(false, true); }
+TEST(DataParallel, AdamWMatchesOneRankWithoutOverlap) { run_equivalence(false, false); }
+TEST(DataParallel, SgdMatchesOneRank) { run_equivalence(true, true); }

@@ -67,7 +67,7 @@ TEST_P(GradOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
   nn::GptConfig c = tiny_gpt();
   c.n_layer = 20;  // many units: the whole model's gradients are far above the window
   train::TrainerOptions o;
-  o.adamw.lr = 3e-3;
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
   o.max_grad_norm = 1.0;
   o.precision = dt == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
   offload::test::ScratchDir dir("gradoff");
@@ -155,7 +155,7 @@ TEST(GradOffloadRanks, NRanksMatchOneRank) {
   const int N = w.size(), b = 2, accum = 2, steps = 6;
   const auto c = tiny_gpt();
   train::TrainerOptions o;
-  o.adamw.lr = 3e-3;
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
   o.max_grad_norm = 0.5;
   // Two directories: rank 0's swap files of both jobs would have the same names.
   offload::test::ScratchDir dir_dp("gradoff_np"), dir_ref("gradoff_ref");

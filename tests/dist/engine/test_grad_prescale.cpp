@@ -107,7 +107,7 @@ TEST(GradScalingConfig, ReachesTheEngine) {
 struct TrainCase {
   int stage;
   Scaling scaling;
-  train::OptimizerKind opt;
+  bool sgd;  // SGD, else AdamW
   bool bias_correction = true;
 };
 
@@ -120,11 +120,11 @@ TEST_P(GradScalingTraining, NRanksTrainLikeOneRank) {
   if (N < 2) GTEST_SKIP() << "compares N ranks with one rank";
   const auto model = tiny_gpt();
   train::TrainerOptions o;
-  o.optimizer = c.opt;
-  o.sgd.lr = 0.3;
-  o.sgd.momentum = 0.9;
-  o.adamw.lr = 3e-3;
-  o.adamw.bias_correction = c.bias_correction;
+  if (c.sgd)
+    o.optimizer = std::make_shared<optim::SGD>(optim::SGDHyper{.lr = 0.3, .momentum = 0.9});
+  else
+    o.optimizer = std::make_shared<optim::AdamW>(
+        optim::AdamWHyper{.lr = 3e-3, .bias_correction = c.bias_correction});
   config::Config cfg = job_config(o, b, accum, c.stage);
   cfg.prescale_gradients = c.scaling == Scaling::prescale;
   cfg.gradient_predivide_factor = c.scaling == Scaling::predivide4 ? 4.0 : 1.0;
@@ -132,7 +132,7 @@ TEST_P(GradScalingTraining, NRanksTrainLikeOneRank) {
   Replica ref(model, job_config(o, N * b, accum, 0), w.split(w.rank(), 0, "self"));
   // Without bias correction: the same run with it, to see that the switch reached the optimizer.
   train::TrainerOptions with_bc = o;
-  with_bc.adamw.bias_correction = true;
+  if (!c.sgd) with_bc.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
   Replica corrected(model, job_config(with_bc, b, accum, c.stage), w);
   BatchFeed fz{N, w.rank(), b, model.block_size, model.vocab_size}, fc = fz;
   BatchFeed fr{1, 0, N * b, model.block_size, model.vocab_size};
@@ -150,7 +150,7 @@ TEST_P(GradScalingTraining, NRanksTrainLikeOneRank) {
     std::printf("np=%d stage %d %s %s%s: vs 1 rank: loss %.2e, weights L2 %.2e; loss %.3f -> "
                 "%.3f\n",
                 N, c.stage, scaling_name(c.scaling),
-                c.opt == train::OptimizerKind::sgd ? "SGD" : "AdamW",
+                c.sgd ? "SGD" : "AdamW",
                 c.bias_correction ? "" : " without bias correction", worst, l2, first, last);
   EXPECT_LT(last, 0.95 * first);
   // test_zero's bounds: the gradients differ from one rank's only by round-off.
@@ -167,19 +167,19 @@ TEST_P(GradScalingTraining, NRanksTrainLikeOneRank) {
 
 std::string train_name(const ::testing::TestParamInfo<TrainCase>& i) {
   return "stage" + std::to_string(i.param.stage) + "_" + scaling_name(i.param.scaling) +
-         (i.param.opt == train::OptimizerKind::sgd ? "_sgd" : "_adamw") +
+         (i.param.sgd ? "_sgd" : "_adamw") +
          (i.param.bias_correction ? "" : "_no_bias_correction");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Scalings, GradScalingTraining,
-    ::testing::Values(TrainCase{0, Scaling::prescale, train::OptimizerKind::sgd},
-                      TrainCase{2, Scaling::prescale, train::OptimizerKind::sgd},
-                      TrainCase{0, Scaling::predivide4, train::OptimizerKind::sgd},
-                      TrainCase{2, Scaling::predivide4, train::OptimizerKind::sgd},
-                      TrainCase{1, Scaling::none, train::OptimizerKind::adamw, true},
-                      TrainCase{1, Scaling::none, train::OptimizerKind::adamw, false},
-                      TrainCase{2, Scaling::prescale, train::OptimizerKind::adamw, false}),
+    ::testing::Values(TrainCase{0, Scaling::prescale, true},
+                      TrainCase{2, Scaling::prescale, true},
+                      TrainCase{0, Scaling::predivide4, true},
+                      TrainCase{2, Scaling::predivide4, true},
+                      TrainCase{1, Scaling::none, false, true},
+                      TrainCase{1, Scaling::none, false, false},
+                      TrainCase{2, Scaling::prescale, false, false}),
     train_name);
 
 }  // namespace

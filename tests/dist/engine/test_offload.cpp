@@ -63,7 +63,7 @@ TEST_P(OffloadEquivalence, CpuAndNvmeTrainBitwiseLikeNoOffload) {
   const int N = w.size(), b = 2, accum = 1, steps = 10;
   const auto c = tiny_gpt();
   train::TrainerOptions o;
-  o.adamw.lr = 3e-3;
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
   o.max_grad_norm = 1.0;
   o.precision = dt == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
   offload::test::ScratchDir dir("dist");

@@ -68,7 +68,7 @@ offload::NvmeValueShardStore* nvme_values(Replica& r) {
 
 train::TrainerOptions trainer_options(DType dt) {
   train::TrainerOptions o;
-  o.adamw.lr = 3e-3;
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
   o.max_grad_norm = 1.0;
   o.precision = dt == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
   return o;

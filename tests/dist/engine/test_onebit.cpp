@@ -11,6 +11,9 @@
 
 #include <cstring>
 
+#include "framework/optim/optimizers/lamb.hpp"
+#include "framework/optim/optimizers/onebit_adam.hpp"
+#include "framework/optim/optimizers/onebit_lamb.hpp"
 #include "parallel/zero/zero_memory.hpp"
 #include "tests/dist/engine/test_resume_fixture.hpp"
 
@@ -20,45 +23,57 @@ using namespace strata::test;
 namespace {
 namespace test_onebit {
 
-using train::OptimizerKind;
+// The 1-bit optimizers by name: "OneBitAdam", "OneBitLamb".
+optim::OneBitAdamHyper adam_hyper(std::int64_t freeze_step) {
+  return {.lr = 1e-3, .weight_decay = 0.01, .freeze_step = freeze_step};
+}
+optim::OneBitLambHyper lamb_hyper(std::int64_t freeze_step) {
+  return {.lr = 3e-3, .weight_decay = 0.01, .min_coeff = 0.1, .freeze_step = freeze_step};
+}
 
-train::TrainerOptions onebit(OptimizerKind kind, std::int64_t freeze_step) {
+train::TrainerOptions onebit(const std::string& kind, std::int64_t freeze_step) {
   train::TrainerOptions o = trainer_options(DType::f32);
-  o.optimizer = kind;
-  o.onebit.lr = 1e-3;
-  o.onebit.weight_decay = 0.01;
-  o.onebit.freeze_step = freeze_step;
-  o.onebit_lamb.lr = 3e-3;
-  o.onebit_lamb.weight_decay = 0.01;
-  o.onebit_lamb.min_coeff = 0.1;
-  o.onebit_lamb.freeze_step = freeze_step;
+  if (kind == "OneBitAdam") o.optimizer = std::make_shared<optim::OneBitAdam>(adam_hyper(freeze_step));
+  else o.optimizer = std::make_shared<optim::OneBitLamb>(lamb_hyper(freeze_step));
   return o;
 }
 
 // The optimizer the warm-up is: AdamW or LAMB, without bias correction.
-train::TrainerOptions warmup_equivalent(OptimizerKind kind) {
+train::TrainerOptions warmup_equivalent(const std::string& kind) {
   train::TrainerOptions o = trainer_options(DType::f32);
-  const train::TrainerOptions b = onebit(kind, 1000);
-  if (kind == OptimizerKind::onebit_adam) {
-    o.adamw = optim::onebit_warmup_hyper(b.onebit);
-  } else {
-    o.optimizer = OptimizerKind::lamb;
-    o.lamb = optim::onebit_lamb_warmup_hyper(b.onebit_lamb);
-  }
+  if (kind == "OneBitAdam")
+    o.optimizer = std::make_shared<optim::AdamW>(optim::onebit_warmup_hyper(adam_hyper(1000)));
+  else
+    o.optimizer = std::make_shared<optim::Lamb>(optim::onebit_lamb_warmup_hyper(lamb_hyper(1000)));
   return o;
 }
 
-class OneBit : public ::testing::TestWithParam<OptimizerKind> {
+class OneBit : public ::testing::TestWithParam<std::string> {
  protected:
   train::TrainerOptions onebit(std::int64_t freeze_step) const {
     return test_onebit::onebit(GetParam(), freeze_step);
   }
-  std::string name() const { return train::optimizer_name(GetParam()); }
+  std::string name() const { return GetParam(); }
 };
+
+// The unit's state tensors of these checkpoint kinds, one after the other (absent ones skipped).
+std::vector<int> state_indices(const train::Trainer& t, std::initializer_list<std::string_view> kinds) {
+  std::vector<int> out;
+  for (std::string_view k : kinds)
+    if (const int i = state_index(t, k); i >= 0) out.push_back(i);
+  return out;
+}
+// 3: the errors; 4: 1-bit LAMB's fresh second moment and scalars.
+std::vector<int> state_indices(const train::Trainer& t, int which) {
+  if (which == 1) return state_indices(t, {"exp_avg"});
+  if (which == 2) return state_indices(t, {"exp_avg_sq"});
+  if (which == 3) return state_indices(t, {"compression_errors"});
+  return state_indices(t, {"exp_avg_sq_fresh", "onebit_lamb_scalars"});
+}
 
 // Every unit's whole state of one kind on this rank (stage 0: whole units): the parameters'
 // elements of the master, m and v (not the store's padding), the error buffers whole.
-std::vector<float> state_of(Replica& r, int which) {  // 0 master, 1 m, 2 v, 3 errors, 4 factored
+std::vector<float> state_of(Replica& r, int which) {  // 0 master, 1 m, 2 v, 3 errors, 4 fresh
   std::vector<float> out;
   for (std::size_t u = 0; u < r.store.num_units(); ++u) {
     std::vector<float> x;
@@ -66,8 +81,10 @@ std::vector<float> state_of(Replica& r, int which) {  // 0 master, 1 m, 2 v, 3 e
       x = r.trainer.master_shard(u).to_vector();
     } else {
       auto& s = r.trainer.states().acquire(u);
-      const Tensor& t = which == 1 ? s.m : which == 2 ? s.v : which == 3 ? s.errors : s.factored;
-      if (t.defined()) x = t.to_vector();
+      for (int i : state_indices(r.trainer, which)) {
+        const std::vector<float> t = s[static_cast<std::size_t>(i)].to_vector();
+        x.insert(x.end(), t.begin(), t.end());
+      }
       r.trainer.states().release(u, false);
     }
     if (which < 3) x.resize(static_cast<std::size_t>(r.store.layout(u).numel));
@@ -174,15 +191,16 @@ TEST_P(OneBit, ResumeInTheCompressedPhaseIsBitwise) {
     r.scramble();
     for (std::size_t u = 0; u < r.r->store.num_units(); ++u) {  // the load must replace these too
       auto& st = r.r->trainer.states().acquire(u);
-      if (st.errors.defined()) st.errors.fill(0.3f);
-      if (st.factored.defined()) st.factored.fill(0.7f);
+      for (int i : state_indices(r.r->trainer, 3)) st[static_cast<std::size_t>(i)].fill(0.3f);
+      for (int i : state_indices(r.r->trainer, 4)) st[static_cast<std::size_t>(i)].fill(0.7f);
       r.r->trainer.states().release(u, true);
     }
     ASSERT_TRUE(r.resume("auto"));
     EXPECT_EQ(r.step, half);
     if (drop_errors)
       for (std::size_t u = 0; u < r.r->store.num_units(); ++u) {
-        if (auto& st = r.r->trainer.states().acquire(u); st.errors.defined()) st.errors.zero();
+        auto& st = r.r->trainer.states().acquire(u);
+        for (int i : state_indices(r.r->trainer, 3)) st[static_cast<std::size_t>(i)].zero();
         r.r->trainer.states().release(u, true);
       }
     bool equal = true;
@@ -228,16 +246,16 @@ TEST_P(OneBit, LedgerMatchesThePrediction) {
   for (std::size_t u = 0; u < z.store.num_units(); ++u)
     psi += static_cast<double>(z.store.layout(u).padded);
   for (const nn::Parameter* p : z.store.parameters()) shapes.push_back(p->shape);
-  const auto b = parallel::optimizer_state_bytes(o, false, shapes, w.size());
+  const auto b = parallel::optimizer_state_bytes(*o.optimizer, false, shapes, w.size());
   EXPECT_GT(b.replicated, 0);  // the compression errors (and 1-bit LAMB's scalars)
   const double want = parallel::zero_prediction(0, w.size(), psi, 0, 0, b.per_element, b.replicated).optimizer;
   EXPECT_EQ(static_cast<double>(ledger.current(Tier::device, Category::optimizer)), want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, OneBit,
-                         ::testing::Values(OptimizerKind::onebit_adam, OptimizerKind::onebit_lamb),
+                         ::testing::Values("OneBitAdam", "OneBitLamb"),
                          [](const auto& info) {
-                           return std::string(train::optimizer_name(info.param));
+                           return info.param;
                          });
 
 }  // namespace test_onebit

@@ -10,6 +10,9 @@
 
 #include <memory>
 
+#include "framework/optim/optimizers/adamw8bit.hpp"
+#include "framework/optim/optimizers/lion.hpp"
+#include "framework/optim/optimizers/lion8bit.hpp"
 #include "offload/nvme_state_store.hpp"
 #include "offload/value_shard_store.hpp"
 #include "tests/dist/comm/dist_env.hpp"
@@ -29,7 +32,7 @@ struct Case {
   int stage;
   int accum;
   DType dtype;
-  train::OptimizerKind optimizer;
+  std::string optimizer;  // "AdamW", "AdamW8bit", "SGD", "Lion", "Lion8bit"
   OffloadDevice offload = OffloadDevice::none;  // offload_optimizer (and with it the gradients)
   bool params_on_nvme = false;                  // offload_param nvme (stage 3)
   bool overlap = true;
@@ -37,12 +40,17 @@ struct Case {
 
 config::Config case_config(const Case& k, const std::string& dir, bool in_backward) {
   train::TrainerOptions o;
-  o.optimizer = k.optimizer;
-  o.adamw.lr = 3e-3;
-  o.adamw.weight_decay = 0.1;
-  o.sgd.lr = 3e-2;
-  o.sgd.momentum = 0.9;
-  o.sgd.weight_decay = 0.01;
+  const optim::AdamWHyper adamw{.lr = 3e-3, .weight_decay = 0.1};
+  if (k.optimizer == "AdamW") o.optimizer = std::make_shared<optim::AdamW>(adamw);
+  else if (k.optimizer == "AdamW8bit") o.optimizer = std::make_shared<optim::AdamW8bit>(adamw);
+  else if (k.optimizer == "Lion" || k.optimizer == "Lion8bit") {
+    const optim::LionHyper lion{.lr = 1e-3, .beta2 = 0.99, .weight_decay = 0.1};
+    if (k.optimizer == "Lion") o.optimizer = std::make_shared<optim::Lion>(lion);
+    else o.optimizer = std::make_shared<optim::Lion8bit>(lion);
+  } else if (k.optimizer == "SGD")
+    o.optimizer = std::make_shared<optim::SGD>(
+        optim::SGDHyper{.lr = 3e-2, .momentum = 0.9, .weight_decay = 0.01});
+  else ADD_FAILURE() << "no optimizer " << k.optimizer;
   o.precision = k.dtype == DType::bf16 ? train::Precision::bf16 : train::Precision::f32;
   config::Config cfg = job_config(o, 2, k.accum, k.stage, k.dtype, 1000, k.overlap);
   cfg.scheduler.type = config::SchedulerType::warmup_lr;  // a rate that changes every update
@@ -134,21 +142,22 @@ TEST_P(OptimizerInBackward, BitwiseLikeTheStepAfterBackward) {
 std::string case_name(const ::testing::TestParamInfo<Case>& i) {
   const Case& k = i.param;
   return "stage" + std::to_string(k.stage) + "_accum" + std::to_string(k.accum) + "_" +
-         std::string(dtype_name(k.dtype)) + "_" + train::optimizer_name(k.optimizer) + "_" +
+         std::string(dtype_name(k.dtype)) + "_" + k.optimizer + "_" +
          std::string(config::to_string(k.offload)) + (k.params_on_nvme ? "_params_nvme" : "") +
          (k.overlap ? "" : "_nooverlap");
 }
 
-using train::OptimizerKind;
 INSTANTIATE_TEST_SUITE_P(
     Stages, OptimizerInBackward,
-    ::testing::Values(Case{1, 1, DType::f32, OptimizerKind::adamw},
-                      Case{1, 3, DType::bf16, OptimizerKind::adamw, OffloadDevice::nvme},
-                      Case{2, 2, DType::bf16, OptimizerKind::adamw8bit, OffloadDevice::cpu},
-                      Case{2, 1, DType::f32, OptimizerKind::sgd, OffloadDevice::nvme, false, false},
-                      Case{3, 2, DType::f32, OptimizerKind::sgd},
-                      Case{3, 1, DType::bf16, OptimizerKind::adamw8bit, OffloadDevice::nvme, true},
-                      Case{3, 1, DType::bf16, OptimizerKind::adamw, OffloadDevice::nvme, true, false}),
+    ::testing::Values(Case{1, 1, DType::f32, "AdamW"},
+                      Case{1, 3, DType::bf16, "AdamW", OffloadDevice::nvme},
+                      Case{2, 2, DType::bf16, "AdamW8bit", OffloadDevice::cpu},
+                      Case{2, 1, DType::f32, "SGD", OffloadDevice::nvme, false, false},
+                      Case{3, 2, DType::f32, "SGD"},
+                      Case{3, 1, DType::bf16, "AdamW8bit", OffloadDevice::nvme, true},
+                      Case{3, 1, DType::bf16, "AdamW", OffloadDevice::nvme, true, false},
+                      Case{2, 2, DType::bf16, "Lion", OffloadDevice::cpu},
+                      Case{3, 1, DType::bf16, "Lion8bit", OffloadDevice::nvme, true}),
     case_name);
 
 // Tensor-parallel parts (tp 2, ZeRO sharding each part over the rest): updating in backward is
@@ -160,8 +169,8 @@ TEST(OptimizerInBackwardTensorParallel, BitwiseLikeTheStepAfterBackward) {
   nn::GptConfig c = tiny_gpt();
   c.n_layer = 4;
   offload::test::ScratchDir d_after("inbwd_tp_after"), d_in("inbwd_tp_in");
-  for (const Case& k : {Case{1, 1, DType::f32, OptimizerKind::adamw},
-                        Case{3, 2, DType::bf16, OptimizerKind::sgd, OffloadDevice::nvme, true}}) {
+  for (const Case& k : {Case{1, 1, DType::f32, "AdamW"},
+                        Case{3, 2, DType::bf16, "SGD", OffloadDevice::nvme, true}}) {
     config::Config a_cfg = case_config(k, d_after.str(), false), b_cfg = case_config(k, d_in.str(), true);
     a_cfg.strata.tensor_parallel_size = b_cfg.strata.tensor_parallel_size = 2;
     Replica after(c, a_cfg, w);
@@ -188,7 +197,7 @@ TEST(OptimizerInBackwardRanks, NRanksMatchOneRank) {
   const auto c = tiny_gpt();
   offload::test::ScratchDir dir_dp("inbwd_np"), dir_ref("inbwd_ref");
   for (int stage : {1, 3}) {
-    const Case k{stage, 2, DType::f32, OptimizerKind::adamw, OffloadDevice::nvme};
+    const Case k{stage, 2, DType::f32, "AdamW", OffloadDevice::nvme};
     config::Config dp_cfg = case_config(k, dir_dp.str(), true);
     config::Config ref_cfg = case_config(k, dir_ref.str(), true);
     ref_cfg.train_micro_batch_size_per_gpu = 2 * N;

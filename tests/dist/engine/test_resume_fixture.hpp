@@ -73,13 +73,9 @@ inline std::string write_tokens(const parallel::Group& g, const std::string& pat
 
 inline train::TrainerOptions trainer_options(DType dt, bool sgd = false) {
   train::TrainerOptions o;
-  o.adamw.lr = 3e-3;
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
   o.max_grad_norm = 1.0;
-  if (sgd) {
-    o.optimizer = train::OptimizerKind::sgd;
-    o.sgd.lr = 0.05;
-    o.sgd.momentum = 0.9;
-  }
+  if (sgd) o.optimizer = std::make_shared<optim::SGD>(optim::SGDHyper{.lr = 0.05, .momentum = 0.9});
   o.precision = dt == DType::bf16  ? train::Precision::bf16
                 : dt == DType::f16 ? train::Precision::fp16
                                    : train::Precision::f32;
@@ -161,8 +157,8 @@ struct Job {
     for (std::size_t u = 0; u < r->store.num_units(); ++u) {
       auto& s = r->trainer.states().acquire(u);
       if (s.master.defined()) s.master.fill(0.5);
-      s.m.fill(0.25);
-      if (s.v.defined()) s.v.fill(0.125);
+      s[0].fill(0.25);  // AdamW's m, SGD's momentum
+      if (s.tensors.size() > 1) s[1].fill(0.125);  // AdamW's v
       r->trainer.states().release(u, true);
     }
     r->trainer.set_updates(12345);
@@ -181,7 +177,7 @@ struct Job {
         mine = r->trainer.master_shard(u).to_vector();
       } else {
         auto& s = r->trainer.states().acquire(u);
-        mine = (which == 1 ? s.m : s.v).to_vector();
+        mine = s[which == 1 ? 0 : 1].to_vector();  // AdamW's m and v, SGD's momentum
         r->trainer.states().release(u, false);
       }
       std::vector<float> full(static_cast<std::size_t>(l.padded));

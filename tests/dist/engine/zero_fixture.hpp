@@ -4,12 +4,15 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/gpt.hpp"
 #include "framework/nn/linear.hpp"
 #include "framework/nn/param_store.hpp"
+#include "framework/optim/optimizers/sgd.hpp"
 #include "framework/train/trainer.hpp"
 #include "parallel/engine/training.hpp"
 
@@ -51,17 +54,8 @@ struct BatchFeed {
   }
 };
 
-// The Adam-style hyperparameters every such optimizer writes to the config the same way (the
-// inverse of train::trainer_options).
-template <typename Hyper>
-void adam_family_to_config(const Hyper& h, config::Optimizer& opt) {
-  opt.lr = h.lr;
-  opt.betas = {h.beta1, h.beta2};
-  opt.eps = h.eps;
-  opt.weight_decay = h.weight_decay;
-}
-
-// The config of a test job: the trainer options as config keys, the ZeRO stage and its bucket,
+// The config of a test job: the trainer options as config keys (the optimizer's block from its
+// own to_config), the ZeRO stage and its bucket,
 // the batch, the parameter dtype (bf16 / f16 turn on that mixed precision; activations stay f32
 // unless act16, as these tests measure 16-bit parameters), seed 5. Stage-3 options as the C++
 // ZeroOptions defaults (release after every use, nothing persistent).
@@ -81,69 +75,7 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
   z.overlap_comm = overlap;
   z.stage3_param_persistence_threshold = 0;
   z.stage3_max_reuse_distance = 0;
-  auto& opt = cfg.optimizer;
-  switch (o.optimizer) {
-    case train::OptimizerKind::sgd:
-      opt.type = config::OptimizerType::sgd;
-      opt.lr = o.sgd.lr;
-      opt.momentum = o.sgd.momentum;
-      opt.nesterov = o.sgd.nesterov;
-      opt.weight_decay = o.sgd.weight_decay;
-      break;
-    case train::OptimizerKind::adafactor: {
-      const optim::AdafactorHyper& h = o.adafactor;
-      opt.type = config::OptimizerType::adafactor;
-      opt.lr = h.lr;
-      opt.adafactor_eps = {h.eps1, h.eps2};
-      opt.clip_threshold = h.clip_threshold;
-      opt.decay_rate = h.decay_rate;
-      opt.beta1 = h.beta1 >= 0 ? std::optional<double>(h.beta1) : std::nullopt;
-      opt.weight_decay = h.weight_decay;
-      opt.scale_parameter = h.scale_parameter;
-      opt.relative_step = h.relative_step;
-      opt.warmup_init = h.warmup_init;
-      break;
-    }
-    case train::OptimizerKind::lamb: {
-      const optim::LambHyper& h = o.lamb;
-      opt.type = config::OptimizerType::lamb;
-      adam_family_to_config(h, opt);
-      opt.bias_correction = h.bias_correction;
-      opt.max_coeff = h.max_coeff;
-      opt.min_coeff = h.min_coeff;
-      opt.eps_inside_sqrt = h.eps_inside_sqrt;
-      break;
-    }
-    case train::OptimizerKind::onebit_adam: {
-      const optim::OneBitAdamHyper& h = o.onebit;
-      opt.type = config::OptimizerType::onebit_adam;
-      adam_family_to_config(h, opt);
-      opt.bias_correction = false;
-      opt.freeze_step = h.freeze_step;
-      break;
-    }
-    case train::OptimizerKind::onebit_lamb: {
-      const optim::OneBitLambHyper& h = o.onebit_lamb;
-      opt.type = config::OptimizerType::onebit_lamb;
-      adam_family_to_config(h, opt);
-      opt.bias_correction = false;
-      opt.max_coeff = h.max_coeff;
-      opt.min_coeff = h.min_coeff;
-      opt.freeze_step = h.freeze_step;
-      opt.coeff_beta = h.coeff_beta;
-      opt.factor_max = h.factor_max;
-      opt.factor_min = h.factor_min;
-      opt.factor_threshold = h.factor_threshold;
-      break;
-    }
-    case train::OptimizerKind::adamw:
-    case train::OptimizerKind::adamw8bit:
-      opt.type = o.optimizer == train::OptimizerKind::adamw8bit ? config::OptimizerType::adamw8bit
-                                                                : config::OptimizerType::adamw;
-      adam_family_to_config(o.adamw, opt);
-      opt.bias_correction = o.adamw.bias_correction;
-      break;
-  }
+  o.optimizer->to_config(cfg.optimizer);  // the optimizer block that makes it
   cfg.gradient_clipping = o.max_grad_norm;
   cfg.strata.optimizer_in_backward = o.step_in_backward;
   cfg.bf16.enabled = dt == DType::bf16;
@@ -209,6 +141,16 @@ struct OneLinear : nn::Module {
   nn::Linear fc{"fc", 3, 2, true, 0.02f};
   OneLinear() : Module("") { add_child(fc); }
 };
+
+// The index of the trainer's state tensor of this checkpoint kind (and shape, when given) in
+// UnitOptimizerState::tensors; -1 when its optimizer declares none.
+inline int state_index(const train::Trainer& t, std::string_view kind,
+                       std::optional<optim::StateShape> shape = std::nullopt) {
+  const auto& state = t.optimizer().declaration().state;
+  for (std::size_t i = 0; i < state.size(); ++i)
+    if (state[i].kind == kind && (!shape || state[i].shape == *shape)) return static_cast<int>(i);
+  return -1;
+}
 
 inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   double num = 0, den = 0;

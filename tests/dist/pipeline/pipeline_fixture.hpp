@@ -48,7 +48,7 @@ inline std::map<std::string, std::vector<float>> by_name(parallel::Training& t, 
       mine = t.trainer().master_shard(u).to_vector();
     } else {
       auto& s = t.trainer().states().acquire(u);
-      mine = (which == 1 ? s.m : s.v).to_vector();
+      mine = s[which == 1 ? 0 : 1].to_vector();  // AdamW's m and v, SGD's momentum
       t.trainer().states().release(u, false);
     }
     std::vector<float> full(static_cast<std::size_t>(l.padded));

@@ -10,6 +10,9 @@
 // differs from one rank by 5.8e-6 in the gradient norm and 1.6e-4 in a weight after 6 steps.
 #include <gtest/gtest.h>
 
+#include "framework/optim/optimizers/adafactor.hpp"
+#include "framework/optim/optimizers/adamw8bit.hpp"
+#include "framework/optim/optimizers/lion.hpp"
 #include "tests/dist/comm/dist_env.hpp"
 #include "tests/dist/engine/model_parallel_fixture.hpp"
 #include "tests/dist/tensor/tensor_fixture.hpp"
@@ -29,7 +32,8 @@ std::vector<int> tensor_sizes(int world) {
 
 struct Case {
   int zero;
-  train::OptimizerKind kind = train::OptimizerKind::adamw;
+  bool sgd = false;  // SGD, else AdamW
+  bool lion = false;  // Lion (element-wise state, as AdamW's, on tensor-parallel parts)
 };
 
 class TensorEquivalence : public ::testing::TestWithParam<Case> {};
@@ -41,11 +45,9 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
   const auto c = tp_gpt();
   const int b = 2, m = 2, steps = 6;
   train::TrainerOptions o;
-  o.optimizer = k.kind;
-  o.adamw.lr = 3e-3;
-  o.adamw.eps = 1e-6;
-  o.sgd.lr = 0.3;
-  o.sgd.momentum = 0.9;
+  if (k.sgd) o.optimizer = std::make_shared<optim::SGD>(optim::SGDHyper{.lr = 0.3, .momentum = 0.9});
+  else if (k.lion) o.optimizer = std::make_shared<optim::Lion>(optim::LionHyper{.lr = 1e-3, .beta2 = 0.99});
+  else o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3, .eps = 1e-6});
   o.max_grad_norm = 0.5;
   for (int tp : tensor_sizes(w.size())) {
     const int dp = w.size() / tp;
@@ -68,27 +70,30 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
     if (w.rank() == 0)
       std::printf("tp=%d dp=%d ZeRO %d %s: worst loss rel %.2e, grad norm rel %.2e, weights worst "
                   "rel L2 of a parameter %.2e (key biases: max abs diff %.1e)\n",
-                  tp, dp, k.zero, k.kind == train::OptimizerKind::adamw ? "AdamW" : "SGD",
+                  tp, dp, k.zero, k.sgd ? "SGD" : k.lion ? "Lion" : "AdamW",
                   agree.worst_loss, agree.worst_norm, worst[0], worst[1]);
     // Losses and norms: fp32 noise (each row-parallel output and each input gradient is a sum of
     // tp partial matmuls, the cross-entropy's sums are reduced over the vocabulary slices). Weights
     // after the steps: within 1e-5 relative L2 per parameter, the key biases (zero gradient in
     // exact arithmetic; see compare_weights) within 1e-4 absolute.
     EXPECT_LT(cmp.worst_rel_l2, 1e-5) << cmp.worst;
-    EXPECT_LT(cmp.key_bias_abs, 1e-4);
+    // Lion moves every element by lr, also where round-off alone decides the sign: the key
+    // biases (zero gradient) of the parts and of tp = 1 may step apart by 2·lr a step (measured
+    // 8e-3 after 6 steps of 1e-3 at tp 2 and 4; the other weights agree bitwise).
+    EXPECT_LT(cmp.key_bias_abs, k.lion ? 2 * 1e-3 * steps : 1e-4);
     EXPECT_TRUE(replicated_mismatches(*par.training).empty())
         << "replicated parameters differ between tensor-parallel parts";
   }
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& i) {
-  return "zero" + std::to_string(i.param.zero) +
-         (i.param.kind == train::OptimizerKind::sgd ? "_sgd" : "");
+  return "zero" + std::to_string(i.param.zero) + (i.param.sgd ? "_sgd" : "") +
+         (i.param.lion ? "_lion" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(ZeroStages, TensorEquivalence,
                          ::testing::Values(Case{0}, Case{1}, Case{2}, Case{3},
-                                           Case{0, train::OptimizerKind::sgd}),
+                                           Case{0, true}, Case{1, false, true}),
                          case_name);
 
 }  // namespace
@@ -105,9 +110,11 @@ TEST(TensorErrors, AssemblyRefusesWhatItCannotRun) {
     parallel::Training t(tp_config(o, 2, 1, 0, 2), w, whole);
   }, "the model was built as tensor-parallel part 0 of 1 but this rank is part");
   // Optimizers whose state is cut from whole parameters.
-  for (auto kind : {train::OptimizerKind::adamw8bit, train::OptimizerKind::adafactor}) {
+  for (std::shared_ptr<const optim::Optimizer> opt :
+       {std::shared_ptr<const optim::Optimizer>(std::make_shared<optim::AdamW8bit>()),
+        std::shared_ptr<const optim::Optimizer>(std::make_shared<optim::Adafactor>())}) {
     train::TrainerOptions q;
-    q.optimizer = kind;
+    q.optimizer = opt;
     expect_user_error([&] { Replica r(tp_gpt(), tp_config(q, 2, 1, 0, 2), w); },
                       "with strata.tensor_parallel_size 2 is not implemented");
   }
@@ -127,8 +134,7 @@ TEST(TensorMixedPrecision, SixteenBitMatchesOneRankTensorLayout) {
   const auto c = tp_gpt();
   const int b = 2, m = 2, steps = 4, tp = 2, dp = w.size() / tp;
   train::TrainerOptions o;
-  o.adamw.lr = 3e-3;
-  o.adamw.eps = 1e-6;
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3, .eps = 1e-6});
   o.max_grad_norm = 0.5;
   for (DType dt : {DType::bf16, DType::f16}) {
     SCOPED_TRACE(std::string(dtype_name(dt)));

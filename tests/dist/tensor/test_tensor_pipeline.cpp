@@ -40,8 +40,8 @@ TEST_P(TensorPipeline, ThreeDMatchesOneRankLayout) {
   const auto c = gpt_3d();
   const int b = 2, m = 3, steps = 10, tp = 2, pp = 2, dp = w.size() / (tp * pp);
   train::TrainerOptions o;
-  o.adamw.lr = 3e-3;
-  o.adamw.eps = 1e-6;  // see test_tensor_equivalence.cpp
+  // eps: see test_tensor_equivalence.cpp
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3, .eps = 1e-6});
   o.max_grad_norm = 0.5;
   config::Config cfg = tp_config(o, b, m, zero, tp);
   cfg.strata.pipeline_parallel_size = pp;
@@ -225,7 +225,7 @@ TEST(TensorPipelineCheckpoint, MovesAcrossDpTpPpAndZeroStages) {
   auto spec = [&](const Layout& l) {
     JobSpec s;
     s.model = c;
-    s.trainer.adamw.eps = 1e-6;
+    s.trainer.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3, .eps = 1e-6});
     s.tokens = tokens;
     s.tp = l.tp;
     s.pp = l.pp;

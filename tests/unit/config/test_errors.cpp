@@ -169,7 +169,7 @@ const BadConfig kBad[] = {
      "{" MICRO R"(, "optimizer": {"type": "Adafactor"}, "zero_optimization": {"stage": 1},
          "strata": {"optimizer_in_backward": true}})",
      {"strata.optimizer_in_backward with optimizer.type Adafactor is not implemented",
-      "use Adam, AdamW, AdamW8bit or SGD"}},
+      "use Adam, AdamW, AdamW8bit, SGD, Lion or Lion8bit"}},
     {"InBackwardWithPipeline",
      "{" MICRO R"(, "zero_optimization": {"stage": 1},
          "strata": {"optimizer_in_backward": true, "pipeline_parallel_size": 2}})",
@@ -204,10 +204,11 @@ const BadConfig kBad[] = {
      {"strata.sample.tokens 8 with strata.tensor_parallel_size 2: sampling from a "
       "tensor-parallel model is not implemented; set strata.sample.tokens to 0"}},
     {"UnsupportedOptimizer",
-     "{" MICRO R"(, "optimizer": {"type": "Lion", "params": {"lr": 0.3}}})",
-     {"optimizer.type=\"Lion\" asks for the Lion optimizer, a DeepSpeed feature Strata does not "
-      "implement; Strata's optimizer types are \"Adam\", \"AdamW\", \"AdamW8bit\", "
-      "\"Adafactor\", \"Lamb\", \"OneBitAdam\", \"OneBitLamb\", \"SGD\""}},
+     "{" MICRO R"(, "optimizer": {"type": "Adagrad", "params": {"lr": 0.3}}})",
+     {"optimizer.type=\"Adagrad\" asks for the Adagrad optimizer, a DeepSpeed feature Strata does "
+      "not implement; Strata's optimizer types are \"Adam\", \"AdamW\", \"AdamW8bit\", "
+      "\"Adafactor\", \"Lamb\", \"OneBitAdam\", \"OneBitLamb\", \"SGD\", \"Lion\", "
+      "\"Lion8bit\""}},
     {"LambClampUpsideDown",
      "{" MICRO R"(, "optimizer": {"type": "Lamb", "params": {"max_coeff": 0.3, "min_coeff": 0.5}}})",
      {"optimizer.params.min_coeff 0.5 is above max_coeff 0.3"}},

@@ -56,11 +56,12 @@ void run_adamw(bool clip) {
   auto idx = fx.i32("idx");
   auto tgt = fx.i32("targets");
   train::TrainerOptions o;
-  o.adamw.lr = fx.scalar("adamw/lr");
-  o.adamw.beta1 = fx.scalar("adamw/beta1");
-  o.adamw.beta2 = fx.scalar("adamw/beta2");
-  o.adamw.eps = fx.scalar("adamw/eps");
-  o.adamw.weight_decay = fx.scalar("adamw/weight_decay");
+  o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{
+      .lr = fx.scalar("adamw/lr"),
+      .beta1 = fx.scalar("adamw/beta1"),
+      .beta2 = fx.scalar("adamw/beta2"),
+      .eps = fx.scalar("adamw/eps"),
+      .weight_decay = fx.scalar("adamw/weight_decay")});
   o.max_grad_norm = clip ? fx.scalar("adamw/clip_norm") : 0.0;
   train::Trainer trainer(m.store, o);
   const auto losses = fx.f32(clip ? "adamw_clip_losses" : "adamw_losses");

@@ -18,7 +18,7 @@ using namespace strata;
 
 namespace {
 
-nn::GptConfig config(int layers) {
+nn::GptConfig stage_gpt(int layers) {
   nn::GptConfig c;
   c.vocab_size = 64;
   c.block_size = 16;
@@ -82,7 +82,7 @@ TEST(StageBalance, RejectsMoreStagesThanLayers) {
   EXPECT_THROW(nn::balance_stages(2, 3), UserError);
   EXPECT_THROW(nn::balance_stages(2, 0), UserError);
   try {
-    nn::gpt_stage_blocks(config(2), 4);
+    nn::gpt_stage_blocks(stage_gpt(2), 4);
     ADD_FAILURE() << "4 stages of 2 layers accepted";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("set strata.pipeline_parallel_size between 1 and 2"),
@@ -92,7 +92,7 @@ TEST(StageBalance, RejectsMoreStagesThanLayers) {
 
 TEST(StageBalance, GptCostModelWeighsTheHead) {
   // Tiny vocabulary: the head is cheap, layers split evenly.
-  EXPECT_EQ(nn::gpt_stage_blocks(config(4), 2), (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(nn::gpt_stage_blocks(stage_gpt(4), 2), (std::vector<int>{0, 2, 4}));
   // GPT-2 small's shape: the head (2 V C per token) costs ~5.4 blocks, so the last stage gets
   // fewer blocks.
   nn::GptConfig g;
@@ -108,7 +108,7 @@ TEST(StageBalance, GptCostModelWeighsTheHead) {
 TEST(GptStage, OneStageIsTheWholeModel) {
   for (bool ckpt : {false, true}) {
     SCOPED_TRACE(ckpt ? "activation checkpointing" : "no checkpointing");
-    const auto c = config(3);
+    const auto c = stage_gpt(3);
     nn::Gpt a(c), b(c);
     a.set_checkpointing(ckpt);
     b.set_checkpointing(ckpt);
@@ -138,7 +138,7 @@ class ChainedStages : public ::testing::TestWithParam<int> {};
 
 TEST_P(ChainedStages, MatchTheWholeModel) {
   const int S = GetParam();
-  const auto c = config(4);
+  const auto c = stage_gpt(4);
   nn::Gpt whole(c);
   whole.set_checkpointing(true);
   nn::ParamStore ws(whole.units(), {});

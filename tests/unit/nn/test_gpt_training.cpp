@@ -7,6 +7,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/nn/gpt.hpp"
 #include "framework/nn/param_store.hpp"
+#include "framework/optim/optimizers/sgd.hpp"
 #include "framework/train/trainer.hpp"
 #include "tests/unit/nn/gpt_fixture_util.hpp"
 
@@ -117,9 +118,7 @@ TEST(GptTraining, AccumulatedMicroBatchesEqualOneBigBatch) {
   std::vector<std::int32_t> in(toks.begin(), toks.end() - 1), tgt(toks.begin() + 1, toks.end());
   TinyGpt big(c), acc(c);
   train::TrainerOptions o;
-  o.optimizer = train::OptimizerKind::sgd;
-  o.sgd.lr = 0.5;
-  o.sgd.momentum = 0.9;
+  o.optimizer = std::make_shared<optim::SGD>(optim::SGDHyper{.lr = 0.5, .momentum = 0.9});
   o.max_grad_norm = 0.5;  // clipping on: the norm must match too
   train::Trainer tb(big.store, o), ta(acc.store, o);
   nn::Context ctx;
@@ -176,7 +175,7 @@ TEST_P(GptPrecision, TracksFp32LossCurve) {
     const DType dt = p == train::Precision::bf16 ? DType::bf16 : p == train::Precision::fp16 ? DType::f16 : DType::f32;
     TinyGpt r(c, dt);
     train::TrainerOptions o;
-    o.adamw.lr = 3e-3;
+    o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
     o.precision = p;
     train::Trainer t(r.store, o);
     nn::Context ctx;
@@ -221,7 +220,7 @@ TEST_P(GptActivations16, TrackFp32LossCurveWithHalfTheActivationBytes) {
     nn::ParamStore store(gpt.units(), nn::ParamStoreOptions{dt, dt, 1, mem});
     store.initialize(42);
     train::TrainerOptions o;
-    o.adamw.lr = 3e-3;
+    o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3});
     o.precision = p;
     train::Trainer t(store, o);
     nn::Context ctx;

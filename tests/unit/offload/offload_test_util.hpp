@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "framework/train/state_store.hpp"
 #include "offload/swapper.hpp"
 
 namespace strata::offload::test {
@@ -38,6 +39,14 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// The StateLayout of AdamW's state over n elements (m, v: f32 each; SGD's momentum alone without
+// second_moment), with an f32 master copy when `master`.
+inline train::StateLayout adam_layout(std::int64_t n, bool master, bool second_moment = true) {
+  train::StateLayout l{n, master, {{DType::f32, n}}};
+  if (second_moment) l.tensors.push_back({DType::f32, n});
+  return l;
+}
 
 // Options of a swapper in `dir` with `buffers` host buffers and small (8 KiB) requests, so that
 // even small units take several requests; bytes charged to `ledger`.

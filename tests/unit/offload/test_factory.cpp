@@ -49,7 +49,7 @@ TEST(OffloadFactory, BuildsTheStoreTheConfigAsksFor) {
   ASSERT_NE(n, nullptr);
   EXPECT_NE(n->swapper().path().find("rank5"), std::string::npos);
   EXPECT_EQ(n->swapper().buffer_count(), 4);  // DeepSpeed's default buffer_count
-  n->create(0, {10, true, true}, Tensor::zeros({10}, DType::f32));
+  n->create(0, test::adam_layout(10, true, true), Tensor::zeros({10}, DType::f32));
   EXPECT_GT(ledger.current(Tier::nvme, Category::optimizer), 0u);
   EXPECT_NE(describe(c).find(dir.str()), std::string::npos);
 }

@@ -29,10 +29,10 @@ Tensor initial_values(std::int64_t n, std::size_t u, DType dt) {
 }
 
 // One "optimizer step" on a unit: every tensor changes as a function of the old values.
-void update(train::UnitOptimizerState& s, int step, std::size_t u) {
-  const auto n = static_cast<std::size_t>(s.m.numel());
-  float* m = s.m.data<float>();
-  float* v = s.v.defined() ? s.v.data<float>() : nullptr;
+void update(train::UnitOptimizerState& s, int step, std::size_t u) {  // AdamW's m, v (SGD's m)
+  const auto n = static_cast<std::size_t>(s[0].numel());
+  float* m = s[0].data<float>();
+  float* v = s.tensors.size() > 1 ? s[1].data<float>() : nullptr;
   float* p = s.master.defined() ? s.master.data<float>() : nullptr;
   for (std::size_t i = 0; i < n; ++i) {
     m[i] = 0.5f * m[i] + pattern(step, u, i, 1);
@@ -45,6 +45,14 @@ bool same(const Tensor& a, const Tensor& b) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
   return a.numel() == b.numel() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// The master and every state tensor.
+bool same_state(const train::UnitOptimizerState& a, const train::UnitOptimizerState& b) {
+  if (!same(a.master, b.master) || a.tensors.size() != b.tensors.size()) return false;
+  for (std::size_t i = 0; i < a.tensors.size(); ++i)
+    if (!same(a[i], b[i])) return false;
+  return true;
 }
 
 struct Case {
@@ -68,7 +76,7 @@ TEST_P(NvmeRoundTrip, MatchesAResidentStoreAcrossSteps) {
   NvmeStateStore nvme(o);
   auto ref = train::make_memory_state_store(TensorOptions{});  // global ledger: not counted here
   for (std::size_t u = 0; u < kSizes.size(); ++u) {
-    train::StateLayout l{kSizes[u], c.master, c.second_moment};
+    const train::StateLayout l = test::adam_layout(kSizes[u], c.master, c.second_moment);
     const Tensor init = initial_values(kSizes[u], u, c.master ? DType::bf16 : DType::f32);
     nvme.create(u, l, init);
     ref->create(u, l, init);
@@ -79,7 +87,7 @@ TEST_P(NvmeRoundTrip, MatchesAResidentStoreAcrossSteps) {
     for (std::size_t u = 0; u < kSizes.size(); ++u) {
       auto& a = nvme.acquire(u);
       auto& b = ref->acquire(u);
-      ASSERT_TRUE(same(a.master, b.master) && same(a.m, b.m) && same(a.v, b.v))
+      ASSERT_TRUE(same_state(a, b))
           << "unit " << u << " differs at the start of step " << step;
       update(a, step, u);
       update(b, step, u);
@@ -91,7 +99,7 @@ TEST_P(NvmeRoundTrip, MatchesAResidentStoreAcrossSteps) {
     for (std::size_t k = kSizes.size(); k-- > 0;) {
       auto& a = nvme.acquire(k);
       auto& b = ref->acquire(k);
-      ASSERT_TRUE(same(a.master, b.master) && same(a.m, b.m) && same(a.v, b.v)) << "unit " << k;
+      ASSERT_TRUE(same_state(a, b)) << "unit " << k;
       nvme.release(k, false);
       ref->release(k, false);
     }
@@ -104,8 +112,8 @@ TEST_P(NvmeRoundTrip, MatchesAResidentStoreAcrossSteps) {
   // Host memory: at most buffer_count buffers of the largest unit.
   std::uint64_t largest = 0, total = 0;
   for (auto n : kSizes) {
-    largest = std::max(largest, packed_bytes(n, c.master, c.second_moment));
-    total += packed_bytes(n, c.master, c.second_moment);
+    largest = std::max(largest, packed_bytes(test::adam_layout(n, c.master, c.second_moment)));
+    total += packed_bytes(test::adam_layout(n, c.master, c.second_moment));
   }
   EXPECT_LE(ledger.peak(Tier::host, Category::optimizer),
             static_cast<std::uint64_t>(c.buffer_count) * largest);
@@ -151,7 +159,7 @@ TEST(NvmeStateStore, ReadsAheadSoTheUpdateOfAUnitRarelyWaits) {
   NvmeStateStore nvme(o);
   const std::size_t n = 8;
   for (std::size_t u = 0; u < n; ++u)
-    nvme.create(u, {5000, true, true}, initial_values(5000, u, DType::bf16));
+    nvme.create(u, test::adam_layout(5000, true, true), initial_values(5000, u, DType::bf16));
   nvme.swapper().reset_stats();
   std::vector<std::size_t> order;
   for (std::size_t u = 0; u < n; ++u) order.push_back(u);
@@ -159,7 +167,7 @@ TEST(NvmeStateStore, ReadsAheadSoTheUpdateOfAUnitRarelyWaits) {
   const SwapStats s = nvme.swapper().stats();
   EXPECT_EQ(s.hits, 3 * n);  // every unit was read ahead
   EXPECT_EQ(s.writes, 3 * n);
-  EXPECT_EQ(s.bytes_written, 3 * n * packed_bytes(5000, true, true));
+  EXPECT_EQ(s.bytes_written, 3 * n * packed_bytes(test::adam_layout(5000, true, true)));
 }
 
 TEST(NvmeStateStore, ReadsAheadInTheExpectedOrder) {
@@ -175,8 +183,8 @@ TEST(NvmeStateStore, ReadsAheadInTheExpectedOrder) {
     NvmeStateStore nvme(test::small_swapper(dir, 3, &ledger));
     HostStateStore ref(false, &ledger);
     for (std::size_t u = 0; u < n; ++u) {
-      nvme.create(u, {5000, true, true}, initial_values(5000, u, DType::bf16));
-      ref.create(u, {5000, true, true}, initial_values(5000, u, DType::bf16));
+      nvme.create(u, test::adam_layout(5000, true, true), initial_values(5000, u, DType::bf16));
+      ref.create(u, test::adam_layout(5000, true, true), initial_values(5000, u, DType::bf16));
     }
     if (expect) nvme.expect_order(backward);
     nvme.swapper().reset_stats();
@@ -187,14 +195,14 @@ TEST(NvmeStateStore, ReadsAheadInTheExpectedOrder) {
     for (std::size_t u = 0; u < n; ++u) {
       const train::UnitOptimizerState& a = nvme.acquire(u);
       const train::UnitOptimizerState& b = ref.acquire(u);
-      EXPECT_TRUE(same(a.master, b.master) && same(a.m, b.m) && same(a.v, b.v)) << "unit " << u;
+      EXPECT_TRUE(same_state(a, b)) << "unit " << u;
       nvme.release(u, false);
     }
   }
   ScratchDir dir("badorder");
   MemoryLedger ledger;
   NvmeStateStore nvme(test::small_swapper(dir, 2, &ledger));
-  for (std::size_t u = 0; u < 3; ++u) nvme.create(u, {100, false, true}, initial_values(100, u, DType::f32));
+  for (std::size_t u = 0; u < 3; ++u) nvme.create(u, test::adam_layout(100, false, true), initial_values(100, u, DType::f32));
   EXPECT_THROW(nvme.expect_order({0, 1}), Error);
   EXPECT_THROW(nvme.expect_order({0, 1, 1}), Error);
 }
@@ -217,8 +225,8 @@ TEST(NvmeStateStore, ReadOfAUnitWaitsForItsOwnWriteBackOnASlowDisk) {
   auto ref = train::make_memory_state_store(TensorOptions{});
   const std::size_t n = 5;
   for (std::size_t u = 0; u < n; ++u) {
-    nvme.create(u, {3000, true, true}, initial_values(3000, u, DType::f32));
-    ref->create(u, {3000, true, true}, initial_values(3000, u, DType::f32));
+    nvme.create(u, test::adam_layout(3000, true, true), initial_values(3000, u, DType::f32));
+    ref->create(u, test::adam_layout(3000, true, true), initial_values(3000, u, DType::f32));
   }
   // An access pattern that is not the step order: modify, evict, come back at once.
   const std::size_t order[] = {0, 0, 1, 1, 2, 0, 0, 3, 1, 0, 0, 4, 2, 4, 4, 0, 3};
@@ -226,7 +234,7 @@ TEST(NvmeStateStore, ReadOfAUnitWaitsForItsOwnWriteBackOnASlowDisk) {
   for (std::size_t u : order) {
     auto& a = nvme.acquire(u);
     auto& b = ref->acquire(u);
-    ASSERT_TRUE(same(a.master, b.master) && same(a.m, b.m) && same(a.v, b.v)) << "access " << k << " unit " << u;
+    ASSERT_TRUE(same_state(a, b)) << "access " << k << " unit " << u;
     update(a, ++k, u);
     update(b, k, u);
     nvme.release(u, true);
@@ -249,7 +257,7 @@ TEST(NvmeStateStore, InjectedWriteErrorIsReportedWithTheFileNameNotSwallowed) {
     return 0;
   };
   NvmeStateStore nvme(o);
-  for (std::size_t u = 0; u < 6; ++u) nvme.create(u, {3000, true, true}, initial_values(3000, u, DType::f32));
+  for (std::size_t u = 0; u < 6; ++u) nvme.create(u, test::adam_layout(3000, true, true), initial_values(3000, u, DType::f32));
   armed = true;
   std::string message;
   try {
@@ -280,7 +288,7 @@ TEST(NvmeStateStore, InjectedReadErrorIsReportedWithTheFileName) {
   o.ledger = &ledger;
   o.aio.fault = [](const IoRequestInfo& r) { return r.op == IoOp::read ? EIO : 0; };
   NvmeStateStore nvme(o);
-  for (std::size_t u = 0; u < 4; ++u) nvme.create(u, {3000, false, true}, initial_values(3000, u, DType::f32));
+  for (std::size_t u = 0; u < 4; ++u) nvme.create(u, test::adam_layout(3000, false, true), initial_values(3000, u, DType::f32));
   // After creation only the last two units are resident (2 buffers): unit 0 must be read.
   ASSERT_FALSE(nvme.swapper().resident(0));
   try {
@@ -300,7 +308,7 @@ TEST(NvmeStateStore, SwapFileIsRemovedWithTheStore) {
   o.ledger = &ledger;
   {
     NvmeStateStore nvme(o);
-    nvme.create(0, {100, true, true}, initial_values(100, 0, DType::f32));
+    nvme.create(0, test::adam_layout(100, true, true), initial_values(100, 0, DType::f32));
     EXPECT_EQ(dir.files(), 1u);
     EXPECT_GT(ledger.current(Tier::nvme), 0u);
   }
@@ -324,16 +332,16 @@ TEST(HostStateStore, KeepsStateOnTheHostTier) {
   auto ref = train::make_memory_state_store(TensorOptions{});
   for (std::size_t u = 0; u < 3; ++u) {
     const Tensor init = initial_values(kSizes[u], u, DType::bf16);
-    host.create(u, {kSizes[u], true, true}, init);
-    ref->create(u, {kSizes[u], true, true}, init);
+    host.create(u, test::adam_layout(kSizes[u], true), init);
+    ref->create(u, test::adam_layout(kSizes[u], true), init);
   }
   for (std::size_t u = 0; u < 3; ++u) {
     auto& a = host.acquire(u);
     auto& b = ref->acquire(u);
-    EXPECT_TRUE(same(a.master, b.master) && same(a.m, b.m) && same(a.v, b.v));
+    EXPECT_TRUE(same_state(a, b));
   }
   std::uint64_t want = 0;
-  for (std::size_t u = 0; u < 3; ++u) want += packed_bytes(kSizes[u], true, true);
+  for (std::size_t u = 0; u < 3; ++u) want += packed_bytes(test::adam_layout(kSizes[u], true, true));
   EXPECT_EQ(ledger.current(Tier::host, Category::optimizer), want);
   EXPECT_EQ(ledger.current(Tier::device), 0u);
 }

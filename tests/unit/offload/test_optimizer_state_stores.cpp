@@ -21,26 +21,33 @@ using S = train::UnitOptimizerState;
 
 const std::vector<std::int64_t> kSizes = {2048, 4096, 6144, 2048, 10240, 2048, 4096};
 
+// AdamW8bit's declared state: u8 codes of m and v per element, f32 absmax of each per block.
 train::StateLayout layout_8bit(std::int64_t n, bool master) {
-  train::StateLayout l{n, master, false};
-  l.first_moment = false;
-  l.quantized = true;
+  const auto blocks = static_cast<std::int64_t>(optim::quant_blocks(static_cast<std::size_t>(n)));
+  return {n, master, {{DType::u8, n}, {DType::u8, n}, {DType::f32, blocks}, {DType::f32, blocks}}};
+}
+
+// Adafactor's: m per element (with beta1), the vectors' packed second moment, the factored
+// statistics.
+train::StateLayout layout_adafactor(std::int64_t n, bool master, std::size_t u) {
+  train::StateLayout l{n, master, {}};
+  if (u % 2 == 0) l.tensors.push_back({DType::f32, n});  // beta1 or not
+  l.tensors.push_back({DType::f32, static_cast<std::int64_t>(17 * (u + 1))});
+  l.tensors.push_back({DType::f32, static_cast<std::int64_t>(301 + u)});
   return l;
 }
 
-train::StateLayout layout_adafactor(std::int64_t n, bool master, std::size_t u) {
-  train::StateLayout l{n, master, false};
-  l.first_moment = u % 2 == 0;  // beta1 or not
-  l.packed_second_moment = static_cast<std::int64_t>(17 * (u + 1));
-  l.factored = static_cast<std::int64_t>(301 + u);
-  return l;
+// The master and every state tensor.
+std::vector<Tensor*> all_tensors(S& s) {
+  std::vector<Tensor*> out{&s.master};
+  for (Tensor& t : s.tensors) out.push_back(&t);
+  return out;
 }
 
 // Every tensor of the unit changes as a function of its old contents.
 void update(S& s, int step, std::size_t u) {
-  for (Tensor S::*t : {&S::master, &S::m, &S::v, &S::m_codes, &S::v_codes, &S::m_absmax,
-                       &S::v_absmax, &S::factored}) {
-    Tensor& x = s.*t;
+  for (Tensor* t : all_tensors(s)) {
+    Tensor& x = *t;
     if (!x.defined()) continue;
     if (x.dtype() == DType::u8) {
       auto* q = static_cast<std::uint8_t*>(x.raw());
@@ -54,10 +61,11 @@ void update(S& s, int step, std::size_t u) {
   }
 }
 
-bool same(const S& a, const S& b) {
-  for (Tensor S::*t : {&S::master, &S::m, &S::v, &S::m_codes, &S::v_codes, &S::m_absmax,
-                       &S::v_absmax, &S::factored}) {
-    const Tensor &x = a.*t, &y = b.*t;
+bool same(S& a, S& b) {
+  if (a.tensors.size() != b.tensors.size()) return false;
+  const auto ta = all_tensors(a), tb = all_tensors(b);
+  for (std::size_t i = 0; i < ta.size(); ++i) {
+    const Tensor &x = *ta[i], &y = *tb[i];
     if (x.defined() != y.defined()) return false;
     if (!x.defined()) continue;
     if (x.numel() != y.numel() || x.dtype() != y.dtype() ||
@@ -87,8 +95,8 @@ TEST_P(NewStateRoundTrip, HostAndNvmeMatchAResidentStore) {
     // A fresh unit is the zero state: a zeroed buffer (byte 0 = code value +0).
     const S& r = ref->acquire(u);
     if (eight_bit) {
-      EXPECT_EQ(r.m_codes.numel(), kSizes[u]);
-      EXPECT_EQ(r.m_absmax.numel(), static_cast<std::int64_t>(optim::quant_blocks(static_cast<std::size_t>(kSizes[u]))));
+      EXPECT_EQ(r[0].numel(), kSizes[u]);
+      EXPECT_EQ(r[2].numel(), static_cast<std::int64_t>(optim::quant_blocks(static_cast<std::size_t>(kSizes[u]))));
     }
     ref->release(u, false);
   }
@@ -148,7 +156,7 @@ TEST(NvmeOptimizerBytes, EightBitMovesAQuarterOfAdamWsMomentBytes) {
     return static_cast<double>(s.bytes_read + s.bytes_written) / (static_cast<double>(n) * units);
   };
   for (bool master : {false, true}) {
-    const double adamw = bytes_per_step(train::StateLayout{n, master, true});
+    const double adamw = bytes_per_step(test::adam_layout(n, master));
     const double q8 = bytes_per_step(layout_8bit(n, master));
     const double m = master ? 8.0 : 0.0;  // the master read and written
     std::printf("NVMe bytes per parameter per step%s: AdamW %.3f, AdamW8bit %.3f (moments %.3f vs "

@@ -231,8 +231,8 @@ TEST(Teardown, NvmeStateStoreThatRunsOutOfHostMemoryHalfWayUnwindsCleanly) {
     MemoryLedger ledger;
     Gate gate;
     SwapperOptions o = options(dir, ledger, gate, 4);
-    const train::StateLayout l{9000, true, true};
-    const std::uint64_t buf = packed_bytes(l.elements, l.master, l.second_moment);
+    const train::StateLayout l = test::adam_layout(9000, true);
+    const std::uint64_t buf = packed_bytes(l);
     ledger.set_cap(Tier::host, 2 * buf + buf / 2);  // room for two of the four buffers
     const Tensor values = Tensor::zeros(Shape{l.elements}, DType::f32);
     std::unique_ptr<NvmeStateStore> s;
@@ -271,7 +271,7 @@ TEST(Teardown, TrainerWhoseNvmeStoreRunsOutOfHostMemoryUnwindsCleanly) {
   store.initialize(5);
   std::uint64_t largest = 0;
   for (std::size_t u = 0; u < store.num_units(); ++u)
-    largest = std::max(largest, packed_bytes(store.layout(u).hi - store.layout(u).lo, true, true));
+    largest = std::max(largest, packed_bytes(test::adam_layout(store.layout(u).hi - store.layout(u).lo, true)));
   ledger.set_cap(Tier::host, largest + largest / 2);  // one buffer fits, the second does not
   SwapperOptions o;
   o.dir = dir.str();

@@ -1,11 +1,11 @@
 # tests/unit/ops/: the checks beside the test_ops binary (included by tests/CMakeLists.txt).
 #
-# ops_only_lint: layers, ZeRO hooks, the trainer and the examples call ops:: only, never a backend's
-# kernels (ops_only_lint.sh says what it refuses); the fixture entries show it passes allowed code
-# and finds each kind of violation.
+# ops_only_lint: layers, ZeRO hooks, the trainer, the optimizer objects and the examples call ops::
+# only, never a backend's kernels (ops_only_lint.sh says what it refuses); the fixture entries show
+# it passes allowed code and finds each kind of violation.
 set(_ops_dir ${CMAKE_CURRENT_SOURCE_DIR}/unit/ops)
 add_test(NAME ops_only_lint COMMAND bash ${_ops_dir}/ops_only_lint.sh ${PROJECT_SOURCE_DIR}
-  framework/nn framework/train parallel examples)
+  framework/nn framework/train framework/optim/optimizers parallel examples)
 add_test(NAME ops_only_lint_allows_the_thread_count
   COMMAND bash ${_ops_dir}/ops_only_lint.sh ${_ops_dir}/lint_fixtures good)
 add_test(NAME ops_only_lint_finds_every_kind

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "framework/optim/optimizers/adafactor.hpp"
 #include "framework/train/trainer.hpp"
 #include "tests/support/fixture.hpp"
 #include "tests/unit/train/thread_reductions.hpp"
@@ -92,8 +93,7 @@ struct Errors {
 // Runs the fixture case on n shards.
 Errors run_case(const std::string& c, int n) {
   TrainerOptions o;
-  o.optimizer = OptimizerKind::adafactor;
-  o.adafactor = hyper(c);
+  o.optimizer = std::make_shared<optim::Adafactor>(hyper(c));
   o.schedule.type = "constant";
   ThreadReductions red(n);
   std::vector<std::unique_ptr<Shard>> shards;

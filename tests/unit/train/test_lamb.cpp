@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "framework/train/lamb_step.hpp"
+#include "framework/optim/optimizers/lamb.hpp"
 #include "framework/train/trainer.hpp"
 #include "tests/support/fixture.hpp"
 #include "tests/unit/train/thread_reductions.hpp"
@@ -92,9 +92,9 @@ struct Result {
 
 Result run_case(const std::string& c, int n) {
   TrainerOptions o;
-  o.optimizer = OptimizerKind::lamb;
-  o.lamb = hyper(c);
-  o.lamb.lr = fixture().scalar(c + "/hyper/lr");
+  optim::LambHyper h = hyper(c);
+  h.lr = fixture().scalar(c + "/hyper/lr");
+  o.optimizer = std::make_shared<optim::Lamb>(h);
   o.schedule.type = "constant";
   const auto gs = static_cast<float>(fixture().scalar(c + "/hyper/grad_scale"));
   ThreadReductions red(n);
@@ -117,7 +117,7 @@ Result run_case(const std::string& c, int n) {
       for (float w : want) scale = std::max(scale, std::fabs(static_cast<double>(w)));
       for (auto& sp : shards) {
         Shard& s = *sp;
-        r.bitwise = r.bitwise && s.trainer.lamb()->trust_ratios()[k] == want_ratio;
+        r.bitwise = r.bitwise && s.trainer.optimizer_as<optim::Lamb>().trust_ratios()[k] == want_ratio;
         const nn::Parameter* param = s.store.find(kParams[k]);
         for (std::size_t u = 0; u < s.store.num_units(); ++u) {
           const nn::UnitLayout& l = s.store.layout(u);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/core/rng.hpp"
+#include "framework/optim/optimizers/onebit_adam.hpp"
 #include "framework/train/trainer.hpp"
 #include "tests/unit/train/onebit_fixture.hpp"
 
@@ -30,10 +31,8 @@ struct Reference {  // one parameter's state in double
 TEST(OneBitAdamTrainer, WarmUpIsAdamWithoutBiasCorrectionThenMomentaGoThroughTheExchange) {
   constexpr int kFreeze = 3, kSteps = 7, kRanks = 2;
   TrainerOptions o;
-  o.optimizer = OptimizerKind::onebit_adam;
-  o.onebit.lr = 1e-2;
-  o.onebit.weight_decay = 0.1;
-  o.onebit.freeze_step = kFreeze;
+  const optim::OneBitAdamHyper h{.lr = 1e-2, .weight_decay = 0.1, .freeze_step = kFreeze};
+  o.optimizer = std::make_shared<optim::OneBitAdam>(h);
   o.schedule.type = "constant";
   int calls = 0;
   std::vector<std::vector<float>> handed;  // what the last exchange was given, per tensor
@@ -75,7 +74,6 @@ TEST(OneBitAdamTrainer, WarmUpIsAdamWithoutBiasCorrectionThenMomentaGoThroughThe
     r.v.assign(r.p.size(), 0.0);
     ref.push_back(r);
   }
-  const optim::OneBitAdamHyper& h = o.onebit;
   double worst = 0;
   for (int k = 1; k <= kSteps; ++k) {
     // The engine asks before step k whether to leave the gradients unreduced.
@@ -102,7 +100,7 @@ TEST(OneBitAdamTrainer, WarmUpIsAdamWithoutBiasCorrectionThenMomentaGoThroughThe
     std::vector<float> v_before;
     if (k > kFreeze) {
       auto& s = trainer.states().acquire(1);
-      v_before = s.v.to_vector();
+      v_before = s[1].to_vector();  // exp_avg_sq
       trainer.states().release(1, false);
     }
     trainer.step();
@@ -114,7 +112,7 @@ TEST(OneBitAdamTrainer, WarmUpIsAdamWithoutBiasCorrectionThenMomentaGoThroughThe
         for (std::size_t i = 0; i < handed[q].size(); ++i)
           worst = std::max(worst, std::fabs(handed[q][i] - pre[q][i]));
       auto& s = trainer.states().acquire(1);
-      EXPECT_TRUE(s.v.to_vector() == v_before) << "v moved after freeze_step, step " << k;
+      EXPECT_TRUE(s[1].to_vector() == v_before) << "v moved after freeze_step, step " << k;
       trainer.states().release(1, false);
     } else {
       EXPECT_EQ(calls, 0) << "an exchange in the warm-up, step " << k;
@@ -133,8 +131,8 @@ TEST(OneBitAdamTrainer, WarmUpIsAdamWithoutBiasCorrectionThenMomentaGoThroughThe
 
 TEST(OneBitAdamTrainer, OneRankNeverExchangesAndReducesItsGradientsAsUsual) {
   TrainerOptions o;
-  o.optimizer = OptimizerKind::onebit_adam;
-  o.onebit.freeze_step = 0;  // compressed from the first step, were there ranks
+  // Compressed from the first step, were there ranks.
+  o.optimizer = std::make_shared<optim::OneBitAdam>(optim::OneBitAdamHyper{.freeze_step = 0});
   ShardReductions red;
   red.compressed_average = [](std::span<const optim::ErrorFeedbackTensor>) {
     ADD_FAILURE() << "one rank called the exchange";

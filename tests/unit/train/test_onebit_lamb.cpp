@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "framework/core/rng.hpp"
-#include "framework/train/onebit_lamb_step.hpp"
+#include "framework/optim/optimizers/onebit_lamb.hpp"
 #include "framework/train/trainer.hpp"
 #include "tests/unit/train/onebit_fixture.hpp"
 
@@ -40,14 +40,14 @@ double sum_sq(const std::vector<double>& x) {
 TEST(OneBitLambTrainer, WarmUpIsLambAveragingItsRatiosThenFusedMomentaGoThroughTheExchange) {
   constexpr int kFreeze = 3, kSteps = 8, kRanks = 2;
   TrainerOptions o;
-  o.optimizer = OptimizerKind::onebit_lamb;
-  optim::OneBitLambHyper& h = o.onebit_lamb;
+  optim::OneBitLambHyper h;
   h.lr = 2e-2;
   h.weight_decay = 0.1;
   h.freeze_step = kFreeze;
   h.max_coeff = 0.3;  // the ratios (0.017 for the matrices, 0.44 for the vector) clamp
   h.min_coeff = 0.02;
   h.factor_threshold = 0.02;
+  o.optimizer = std::make_shared<optim::OneBitLamb>(h);
   o.schedule.type = "constant";
   int calls = 0;
   std::vector<float> handed;  // what the last exchange was given
@@ -182,7 +182,7 @@ TEST(OneBitLambTrainer, WarmUpIsLambAveragingItsRatiosThenFusedMomentaGoThroughT
     std::vector<float> v_before;
     if (k > kFreeze) {
       auto& s = trainer.states().acquire(0);
-      v_before = s.v.to_vector();
+      v_before = s[1].to_vector();  // exp_avg_sq
       trainer.states().release(0, false);
     }
     trainer.step();
@@ -192,15 +192,15 @@ TEST(OneBitLambTrainer, WarmUpIsLambAveragingItsRatiosThenFusedMomentaGoThroughT
       for (std::size_t i = 0; i < handed.size(); ++i)
         worst = std::max(worst, std::fabs(handed[i] - fused_before[i]));
       auto& s = trainer.states().acquire(0);
-      EXPECT_TRUE(s.v.to_vector() == v_before) << "v moved after freeze_step, step " << k;
+      EXPECT_TRUE(s[1].to_vector() == v_before) << "v moved after freeze_step, step " << k;
       trainer.states().release(0, false);
     } else {
       EXPECT_EQ(calls, 0) << "an exchange in the warm-up, step " << k;
     }
-    ASSERT_EQ(trainer.onebit_lamb()->coeffs().size(), coeffs.size());
+    ASSERT_EQ(trainer.optimizer_as<optim::OneBitLamb>().coeffs().size(), coeffs.size());
     for (std::size_t q = 0; q < coeffs.size(); ++q)
       worst_coeff =
-          std::max(worst_coeff, std::fabs(trainer.onebit_lamb()->coeffs()[q] - coeffs[q]) /
+          std::max(worst_coeff, std::fabs(trainer.optimizer_as<optim::OneBitLamb>().coeffs()[q] - coeffs[q]) /
                                     std::max(1e-12, std::fabs(coeffs[q])));
     for (std::size_t q = 0; q < params.size(); ++q) {
       const float* x = params[q]->value.data<float>();
@@ -222,7 +222,7 @@ TEST(OneBitLambTrainer, WarmUpIsLambAveragingItsRatiosThenFusedMomentaGoThroughT
   EXPECT_TRUE(thresholded);
   // The scalars kept with the state (checkpointed) are the reference's.
   auto& s = trainer.states().acquire(1);
-  const float* sc = s.factored.data<float>() + OneBitLambStep::scalars_offset(store.layout(1), 0);
+  const float* sc = s[3].data<float>();  // onebit_lamb_scalars of the unit's first parameter
   EXPECT_NEAR(sc[0], ref[2].coeff_freeze, 1e-6 * ref[2].coeff_freeze);
   EXPECT_NEAR(sc[1], ref[2].last_factor, 1e-5);
   EXPECT_NEAR(sc[2], ref[2].scaling, 1e-5 * ref[2].scaling);
@@ -231,8 +231,7 @@ TEST(OneBitLambTrainer, WarmUpIsLambAveragingItsRatiosThenFusedMomentaGoThroughT
 
 TEST(OneBitLambTrainer, OneRankNeverExchanges) {
   TrainerOptions o;
-  o.optimizer = OptimizerKind::onebit_lamb;
-  o.onebit_lamb.freeze_step = 1;
+  o.optimizer = std::make_shared<optim::OneBitLamb>(optim::OneBitLambHyper{.freeze_step = 1});
   ShardReductions red;
   red.compressed_average = [](std::span<const optim::ErrorFeedbackTensor>) {
     ADD_FAILURE() << "one rank called the exchange";

@@ -1,14 +1,27 @@
-// optimizer.type "AdamW8bit" and "Adafactor": their params parse (transformers' Adafactor names
-// and defaults), round-trip through to_json, reach the Trainer's options, and every misuse is a
-// one-line error naming the key.
+// optimizer.type "AdamW8bit", "Adafactor", "Lion" and "Lion8bit": their params parse
+// (transformers' Adafactor names and defaults, DeepSpeed's Lion's), round-trip through to_json,
+// reach the Trainer's options, and every misuse is a one-line error naming the key.
 #include <gtest/gtest.h>
 
 #include "framework/config/config.hpp"
+#include "framework/optim/optimizers/adafactor.hpp"
+#include "framework/optim/optimizers/adamw8bit.hpp"
+#include "framework/optim/optimizers/lion.hpp"
+#include "framework/optim/optimizers/lion8bit.hpp"
 #include "framework/train/from_config.hpp"
 #include "tests/unit/config/expect_error.hpp"
 
 namespace strata::config {
 namespace {
+
+// The AdamW-family hyperparameters of AdamW (and Adam) or AdamW8bit, and Adafactor's.
+const optim::AdamWHyper& adamw_hyper(const train::TrainerOptions& o) {
+  if (const auto* q = dynamic_cast<const optim::AdamW8bit*>(o.optimizer.get())) return q->hyper();
+  return dynamic_cast<const optim::AdamW&>(*o.optimizer).hyper();
+}
+const optim::AdafactorHyper& adafactor_hyper(const train::TrainerOptions& o) {
+  return dynamic_cast<const optim::Adafactor&>(*o.optimizer).hyper();
+}
 
 json with_optimizer(json optimizer) {
   return {{"train_micro_batch_size_per_gpu", 4}, {"optimizer", std::move(optimizer)}};
@@ -20,10 +33,11 @@ TEST(OptimizerConfig, AdamW8bitTakesAdamWsParams) {
   EXPECT_EQ(c.optimizer.type, OptimizerType::adamw8bit);
   EXPECT_EQ(c.optimizer.weight_decay, 0.01);  // bitsandbytes' AdamW8bit default, as AdamW
   const train::TrainerOptions o = train::trainer_options(c);
-  EXPECT_EQ(o.optimizer, train::OptimizerKind::adamw8bit);
-  EXPECT_EQ(o.adamw.lr, 2e-3);
-  EXPECT_EQ(o.adamw.beta2, 0.95);
-  EXPECT_EQ(o.adamw.eps, 1e-6);
+  EXPECT_EQ(o.optimizer->name(), "AdamW8bit");
+  const optim::AdamWHyper& h = dynamic_cast<const optim::AdamW8bit&>(*o.optimizer).hyper();
+  EXPECT_EQ(h.lr, 2e-3);
+  EXPECT_EQ(h.beta2, 0.95);
+  EXPECT_EQ(h.eps, 1e-6);
   EXPECT_EQ(to_json(c)["optimizer"]["type"], "AdamW8bit");
   EXPECT_EQ(to_json(parse_config(to_json(c))), to_json(c));
 }
@@ -34,11 +48,11 @@ TEST(OptimizerConfig, BiasCorrectionReachesTheTrainer) {
   for (const char* type : {"Adam", "AdamW", "AdamW8bit"}) {
     const Config on = parse_config(with_optimizer({{"type", type}}));
     EXPECT_TRUE(on.optimizer.bias_correction) << type;
-    EXPECT_TRUE(train::trainer_options(on).adamw.bias_correction) << type;
+    EXPECT_TRUE(adamw_hyper(train::trainer_options(on)).bias_correction) << type;
     const Config off =
         parse_config(with_optimizer({{"type", type}, {"params", {{"bias_correction", false}}}}));
     EXPECT_FALSE(off.optimizer.bias_correction) << type;
-    EXPECT_FALSE(train::trainer_options(off).adamw.bias_correction) << type;
+    EXPECT_FALSE(adamw_hyper(train::trainer_options(off)).bias_correction) << type;
     EXPECT_EQ(to_json(off)["optimizer"]["params"]["bias_correction"], false) << type;
     EXPECT_EQ(to_json(parse_config(to_json(off))), to_json(off)) << type;
   }
@@ -62,9 +76,9 @@ TEST(OptimizerConfig, AdafactorDefaultsAreTransformers) {
   EXPECT_TRUE(j["optimizer"]["params"]["beta1"].is_null());
   EXPECT_EQ(to_json(parse_config(j)), j);
   const train::TrainerOptions t = train::trainer_options(c);
-  EXPECT_EQ(t.optimizer, train::OptimizerKind::adafactor);
-  EXPECT_FALSE(t.adafactor.has_beta1());
-  EXPECT_TRUE(t.adafactor.relative_step);
+  EXPECT_EQ(t.optimizer->name(), "Adafactor");
+  EXPECT_FALSE(adafactor_hyper(t).has_beta1());
+  EXPECT_TRUE(adafactor_hyper(t).relative_step);
 }
 
 TEST(OptimizerConfig, AdafactorParamsReachTheTrainer) {
@@ -74,21 +88,53 @@ TEST(OptimizerConfig, AdafactorParamsReachTheTrainer) {
         {{"lr", 1e-2}, {"relative_step", false}, {"scale_parameter", false}, {"beta1", 0.9},
          {"weight_decay", 0.1}, {"eps", {1e-29, 1e-2}}, {"clip_threshold", 0.5},
          {"decay_rate", -0.5}}}}));
-  const train::TrainerOptions t = train::trainer_options(c);
-  EXPECT_EQ(t.adafactor.lr, 1e-2);
-  EXPECT_FALSE(t.adafactor.relative_step);
-  EXPECT_FALSE(t.adafactor.scale_parameter);
-  EXPECT_EQ(t.adafactor.beta1, 0.9);
-  EXPECT_EQ(t.adafactor.weight_decay, 0.1);
-  EXPECT_EQ(t.adafactor.eps1, 1e-29);
-  EXPECT_EQ(t.adafactor.eps2, 1e-2);
-  EXPECT_EQ(t.adafactor.clip_threshold, 0.5);
-  EXPECT_EQ(t.adafactor.decay_rate, -0.5);
+  const optim::AdafactorHyper a = adafactor_hyper(train::trainer_options(c));
+  EXPECT_EQ(a.lr, 1e-2);
+  EXPECT_FALSE(a.relative_step);
+  EXPECT_FALSE(a.scale_parameter);
+  EXPECT_EQ(a.beta1, 0.9);
+  EXPECT_EQ(a.weight_decay, 0.1);
+  EXPECT_EQ(a.eps1, 1e-29);
+  EXPECT_EQ(a.eps2, 1e-2);
+  EXPECT_EQ(a.clip_threshold, 0.5);
+  EXPECT_EQ(a.decay_rate, -0.5);
   EXPECT_EQ(to_json(parse_config(to_json(c))), to_json(c));
   // With a schedule (relative_step off).
   json doc = with_optimizer({{"type", "Adafactor"}, {"params", {{"lr", 1e-2}, {"relative_step", false}}}});
   doc["scheduler"] = {{"type", "WarmupLR"}, {"params", {{"warmup_num_steps", 10}}}};
   EXPECT_NO_THROW(parse_config(doc));
+}
+
+// DeepSpeed's Lion block: its three params parse, DeepSpeed's defaults (lr 1e-3, betas (0.9,
+// 0.999), weight decay 0), round-trip through to_json, and reach the optimizer the registry makes
+// (Lion8bit: the same params, its own object).
+TEST(OptimizerConfig, LionTakesDeepSpeedsParams) {
+  for (const char* type : {"Lion", "lion8bit"}) {
+    const Config d = parse_config(with_optimizer({{"type", type}}));
+    EXPECT_EQ(d.optimizer.lr, 1e-3) << type;
+    EXPECT_EQ(d.optimizer.weight_decay, 0.0) << type;
+    const Config c = parse_config(with_optimizer(
+        {{"type", type}, {"params", {{"lr", 3e-4}, {"betas", {0.95, 0.98}}, {"weight_decay", 0.1}}}}));
+    const train::TrainerOptions o = train::trainer_options(c);
+    const bool eight = std::string(type) == "lion8bit";
+    EXPECT_EQ(c.optimizer.type, eight ? OptimizerType::lion8bit : OptimizerType::lion);
+    EXPECT_EQ(o.optimizer->name(), eight ? "Lion8bit" : "Lion");
+    const optim::LionHyper& h = eight ? dynamic_cast<const optim::Lion8bit&>(*o.optimizer).hyper()
+                                      : dynamic_cast<const optim::Lion&>(*o.optimizer).hyper();
+    EXPECT_EQ(h.lr, 3e-4);
+    EXPECT_EQ(h.beta1, 0.95);
+    EXPECT_EQ(h.beta2, 0.98);
+    EXPECT_EQ(h.weight_decay, 0.1);
+    const json j = to_json(c);
+    EXPECT_EQ(j["optimizer"]["type"], eight ? "Lion8bit" : "Lion");
+    EXPECT_FALSE(j["optimizer"]["params"].contains("eps")) << "Lion has no eps";
+    EXPECT_EQ(to_json(parse_config(j)), j);
+    // The optimizer's own config block makes the same optimizer.
+    config::Optimizer back;
+    o.optimizer->to_config(back);
+    EXPECT_EQ(back.type, c.optimizer.type);
+    EXPECT_EQ(back.betas, c.optimizer.betas);
+  }
 }
 
 struct Bad {
@@ -120,6 +166,12 @@ TEST(OptimizerConfig, MisuseIsAOneLineError) {
       {"decay_rate out of range",
        with_optimizer({{"type", "Adafactor"}, {"params", {{"decay_rate", 0.5}}}}),
        {"optimizer.params.decay_rate is 0.5; allowed: a number in [-1, 0)"}},
+      {"eps for Lion", with_optimizer({{"type", "Lion"}, {"params", {{"eps", 1e-8}}}}),
+       {"optimizer.params.eps is not a parameter of Lion", "lr, betas, weight_decay"}},
+      {"momentum for Lion8bit", with_optimizer({{"type", "Lion8bit"}, {"params", {{"momentum", 0.9}}}}),
+       {"optimizer.params.momentum is not a parameter of Lion8bit"}},
+      {"Lion beta out of range", with_optimizer({{"type", "Lion"}, {"params", {{"betas", {0.9, 1.0}}}}}),
+       {"optimizer.params.betas"}},
       {"clip_threshold zero",
        with_optimizer({{"type", "Adafactor"}, {"params", {{"clip_threshold", 0}}}}),
        {"optimizer.params.clip_threshold is 0"}},

@@ -1,0 +1,64 @@
+#include "framework/optim/optimizers/adamw8bit.hpp"
+
+#include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/optimizers/adamw.hpp"
+
+namespace strata::optim {
+
+namespace {
+Declaration adamw8bit_declaration() {
+  const auto blk = static_cast<std::int64_t>(kQuantBlock);
+  Declaration d;
+  d.name = "AdamW8bit";
+  d.checkpoint_name = "adamw8bit";
+  d.state = {StateTensor::elements("exp_avg_q8", DType::u8),
+             StateTensor::elements("exp_avg_sq_q8", DType::u8),
+             StateTensor::blocks("exp_avg_absmax", blk, "blocks"),
+             StateTensor::blocks("exp_avg_sq_absmax", blk, "blocks")};
+  d.refusals.tensor_parallel =
+      "its quantization blocks are cut from whole parameters' flat buffers, not tensor-parallel "
+      "parts";
+  d.refusals.gpu = "it has no CUDA kernels; AdamW and SGD have";
+  d.state_words = "8-bit m, v";
+  return d;
+}
+}  // namespace
+
+AdamW8bit::AdamW8bit(const AdamWHyper& h) : UnitStepOptimizer(adamw8bit_declaration()), h_(h) {}
+
+std::shared_ptr<const Optimizer> AdamW8bit::from_config(const config::Optimizer& c) {
+  AdamWHyper h;
+  adam_family_from_config(h, c);
+  h.bias_correction = c.bias_correction;
+  return std::make_shared<AdamW8bit>(h);
+}
+
+void AdamW8bit::to_config(config::Optimizer& out) const {
+  out.type = config::OptimizerType::adamw8bit;
+  adam_family_to_config(h_, out);
+  out.bias_correction = h_.bias_correction;
+}
+
+void AdamW8bit::bind(const nn::ParamStore&, int) { validate(h_); }
+
+void AdamW8bit::update_unit(UnitSlice& s, const StepArgs& a) {
+  if (s.meta()) return;  // the kernel widens 16-bit gradients block by block: no copy to charge
+  std::vector<DecayRun> runs;
+  s.for_each_param([&](std::int64_t lo, std::int64_t hi, const nn::Parameter& p) {
+    runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), p.decay});
+  });
+  if (runs.empty()) return;
+  // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned). A 16-bit
+  // gradient is widened block by block inside the kernel (no f32 copy of the unit).
+  train::UnitOptimizerState& st = *s.state;
+  const DType pd = s.param16.defined() ? s.param16.dtype() : DType::f32;
+  auto* p16 = s.param16.defined() ? static_cast<std::uint16_t*>(s.param16.raw()) : nullptr;
+  AdamWHyper h = h_;
+  h.lr = a.lr;
+  const Quant8Moments q{st[0].data<std::uint8_t>(), st[1].data<std::uint8_t>(),
+                        st[2].data<float>(), st[3].data<float>()};
+  adamw8bit_step(s.master.data<float>(), s.grad.raw(), q, runs.back().end, runs, h, a.step,
+                 a.grad_scale, p16, pd, s.grad.dtype());
+}
+
+}  // namespace strata::optim
