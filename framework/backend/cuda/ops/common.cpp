@@ -1,8 +1,6 @@
 // Host-side helpers of the CUDA kernels (common.hpp).
 #include "framework/backend/cuda/ops/common.hpp"
 
-#include <algorithm>
-
 #include "framework/backend/stream.hpp"
 
 namespace strata::cuda_ops {
@@ -29,11 +27,6 @@ DT dt(const Tensor& t) {
 Tensor workspace(const Tensor& like, const Shape& shape, DType dtype) {
   TensorOptions o{like.device(), Tier::device, Category::workspace, like.storage()->ledger()};
   return Tensor::empty(shape, dtype, o);
-}
-
-unsigned blocks_for(std::int64_t n, unsigned threads) {
-  const std::int64_t b = (std::max<std::int64_t>(n, 1) + threads - 1) / threads;
-  return static_cast<unsigned>(std::min<std::int64_t>(b, 65535LL * 16));
 }
 
 In32::In32(const Tensor& t) {

@@ -16,6 +16,13 @@ namespace strata::cuda_ops {
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
        i < (n); i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
+// Blocks of `threads` for a grid-stride loop over n elements: at least 1, at most max_blocks (the
+// loop strides over the rest).
+inline unsigned grid_for(std::int64_t n, unsigned threads, std::int64_t max_blocks = 65535LL * 16) {
+  const std::int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > max_blocks ? max_blocks : b));
+}
+
 // Sum over a warp by a butterfly: every lane gets the same value, in the same order every run.
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -29,10 +29,6 @@ DT dt(const Tensor& t);
 // A new tensor of `shape` and `dtype` on t's device, charged to t's ledger as workspace.
 Tensor workspace(const Tensor& like, const Shape& shape, DType dtype = DType::f32);
 
-// Blocks of `threads` covering n elements (at least 1, at most 65535 * 1024 blocks: kernels
-// stride over the rest with grid-stride loops).
-unsigned blocks_for(std::int64_t n, unsigned threads);
-
 // ---- f32 views (queued on the current stream of the tensor's device) ----
 // Read access: the tensor itself when f32, else a widened workspace copy. Undefined → nullptr.
 class In32 {

@@ -8,10 +8,7 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-unsigned grid(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 16 ? 65535LL * 16 : b));
-}
+unsigned grid(std::int64_t n) { return grid_for(n, kThreads); }
 
 __global__ void convert_kernel(const void* src, DT sdt, void* dst, DT ddt, std::int64_t n) {
   STRATA_GRID_STRIDE(i, n) store(dst, ddt, i, load(src, sdt, i));

@@ -25,10 +25,7 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-unsigned grid(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 16 ? 65535LL * 16 : b));
-}
+unsigned grid(std::int64_t n) { return grid_for(n, kThreads); }
 
 // Blocks for a one-block-per-item kernel over n items (it strides over the rest).
 unsigned item_blocks(std::int64_t n) {

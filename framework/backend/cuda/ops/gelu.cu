@@ -15,10 +15,7 @@ constexpr unsigned kThreads = 256;
 constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2/pi)
 constexpr float kGeluA = 0.044715f;
 
-unsigned grid(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 16 ? 65535LL * 16 : b));
-}
+unsigned grid(std::int64_t n) { return grid_for(n, kThreads); }
 
 // s = 1 / (1 + exp(-2u)) for x (x2 = x * x), as the CPU: -2u = x * (c3 x^2 + c1).
 __device__ __forceinline__ float gelu_sigmoid(float v, float v2) {

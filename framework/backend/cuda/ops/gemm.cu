@@ -9,10 +9,7 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-unsigned grid(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 16 ? 65535LL * 16 : b));
-}
+unsigned grid(std::int64_t n) { return grid_for(n, kThreads); }
 
 __global__ void bias_rows_kernel(void* d, DT ddt, const void* bias, DT bdt, std::int64_t rows,
                                  std::int64_t cols) {

@@ -16,10 +16,7 @@ namespace {
 constexpr unsigned kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 2048;
 
-unsigned grid(std::int64_t n) {
-  const std::int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
-}
+unsigned grid(std::int64_t n) { return grid_for(n, kThreads, kMaxBlocks); }
 
 // Constants by value (kernel parameters: the same float32 bits the CPU uses).
 __global__ void __launch_bounds__(kThreads)
