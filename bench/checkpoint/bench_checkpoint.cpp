@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/stats.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/checkpoint/checksum.hpp"
 #include "framework/checkpoint/manifest.hpp"
@@ -114,12 +115,8 @@ struct RawIo {
   }
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::median;
+
 double best(const std::vector<double>& v) {
   return v.empty() ? 0 : *std::min_element(v.begin(), v.end());
 }

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "bench/common/stats.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/memory/ledger.hpp"
@@ -41,11 +42,7 @@ double cpu_seconds() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::median;
 
 // Median GFLOPS of C = A @ B with n x n x n on the kernel threads (one untimed call first).
 double sgemm_gflops(int n, int reps) {

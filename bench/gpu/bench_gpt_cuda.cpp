@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "bench/common/stats.hpp"
 #include "bench/common/gpt_options.hpp"
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/backend/stream.hpp"
@@ -28,11 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::median;
 
 // Dense bf16 tensor-core peak of a GPU from its name (TFLOP/s), 0 when unknown.
 double peak_tflops_of(const std::string& name) {

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/stats.hpp"
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/memory/ledger.hpp"
@@ -51,11 +52,7 @@ Usage usage() {
           static_cast<double>(u.ru_minflt)};
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::median;
 
 // One stage's job (the shared training assembly), charging `ledger` for everything it allocates.
 struct Replica {
