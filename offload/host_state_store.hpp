@@ -21,6 +21,7 @@ class HostStateStore final : public train::OptimizerStateStore {
   train::UnitOptimizerState& acquire(std::size_t u) override { return units_.at(u).views; }
   void release(std::size_t, bool) override {}
   std::size_t num_units() const override { return units_.size(); }
+  Tier tier() const override { return Tier::host; }
 
  private:
   struct Unit {

@@ -27,6 +27,7 @@ class NvmeStateStore final : public train::OptimizerStateStore {
   void release(std::size_t u, bool dirty) override;
   void end_step() override;
   std::size_t num_units() const override { return layouts_.size(); }
+  Tier tier() const override { return Tier::host; }
   double io_wait_seconds() const override {
     return swapper_.stats().read_wait_s + swapper_.stats().write_wait_s;
   }

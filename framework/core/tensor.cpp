@@ -198,12 +198,26 @@ void Tensor::copy_from(const Tensor& src) {
   if (numel() == 0) return;
   if (src.device().is_meta() || device().is_meta()) return;  // no data to move
   const bool sc = src.device().is_cuda(), dc = device().is_cuda();
-  if (sc || dc) {
-    STRATA_CHECK(src.dtype_ == dtype_ && src.is_contiguous() && is_contiguous(), "core",
-                 "a copy between {} and {} needs one dtype and contiguous tensors ({} {} into {} "
-                 "{}): convert on one device first (ops::cast)",
+  if ((sc || dc) && (src.dtype_ != dtype_ || !src.is_contiguous() || !is_contiguous())) {
+    // Converted (or rearranged) in host memory: the GPU's side moves its bytes as they are
+    // (an optimizer state's f32 master made from 16-bit parameters on the GPU, at set-up).
+    STRATA_CHECK((!sc || src.is_contiguous()) && (!dc || is_contiguous()), "core",
+                 "a copy between {} and {} of a non-contiguous tensor on the GPU ({} {} into {} {})",
                  src.device().str(), device().str(), dtype_name(src.dtype_), src.shape_.str(),
                  dtype_name(dtype_), shape_.str());
+    MemoryLedger* ledger = storage_->ledger() ? storage_->ledger() : src.storage_->ledger();
+    const TensorOptions host{Device::cpu(), Tier::host, Category::workspace, ledger};
+    const Tensor s = sc ? src.clone(host) : src;
+    if (!dc) {
+      copy_from(s);
+      return;
+    }
+    Tensor d = Tensor::empty(shape_, dtype_, host);
+    d.copy_from(s);
+    copy_from(d);
+    return;
+  }
+  if (sc || dc) {
     STRATA_CHECK(!(sc && dc) || src.device() == device(), "core",
                  "a copy from {} to {} between two GPUs is not supported: stage it through the "
                  "host", src.device().str(), device().str());

@@ -49,6 +49,11 @@ struct OomAdvice {
   // Changes that make it fit, each naming exact config keys and values, the first the one to
   // try first.
   std::vector<std::string> changes;
+  // The config assignments ("key=value", in order) of each change that is one, by the index of
+  // its line in `changes` (an advisor that only describes leaves this empty): what a program
+  // applies to its config to follow the advice literally (the Python package's
+  // OutOfMemory.advice).
+  std::vector<std::vector<std::string>> sets;
 };
 
 // Produces the advice for an out-of-memory error. The default advisor reasons from categories

@@ -17,6 +17,8 @@ class OutOfMemory : public Error {
   const OomContext& context() const { return ctx_; }
   // The changes that fit, the first to try first.
   const std::vector<std::string>& advice() const { return advice_.changes; }
+  // The config assignments of each change, as OomAdvice::sets.
+  const std::vector<std::vector<std::string>>& advice_sets() const { return advice_.sets; }
   // What a whole step needs on the tier, when a planner said.
   std::optional<std::uint64_t> step_needs() const { return advice_.step_needs; }
 

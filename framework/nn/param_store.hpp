@@ -42,6 +42,12 @@ struct ParamStoreOptions {
   // unreduced gradients until the last micro-batch). Gradients on `memory` are then only the
   // full buffers the engine binds around each unit's backward.
   std::shared_ptr<ValueShardStore> grad_store{};
+  // The device tier's memory is not the host's (a GPU, or a plan for one; tests set it on the CPU
+  // to run these paths there): what moves between `memory` and the offload stores' host memory
+  // (gradients into the grad_store, value slices to the optimizer and to the gathers) goes
+  // through copies on a copy stream and pinned staging buffers (framework/backend/transfer.hpp),
+  // never through one op reading both. False: the device tier is host memory (the CPU).
+  bool host_staging = false;
 };
 
 class ParamStore {

@@ -25,6 +25,7 @@ class MemoryStateStore final : public OptimizerStateStore {
   UnitOptimizerState& acquire(std::size_t u) override { return units_.at(u); }
   void release(std::size_t, bool) override {}
   std::size_t num_units() const override { return units_.size(); }
+  Tier tier() const override { return mem_.tier; }
 
  private:
   TensorOptions mem_;

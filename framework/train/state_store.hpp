@@ -57,6 +57,9 @@ class OptimizerStateStore {
   // surface at the next begin_step, or at the first acquire of that unit: a checkpoint's).
   virtual void end_step() {}
   virtual std::size_t num_units() const = 0;
+  // Where the state's memory is (the tensors acquire returns): Tier::device beside the parameters,
+  // Tier::host for host memory and the host buffers of an NVMe store. The update runs there.
+  virtual Tier tier() const = 0;
   // Seconds callers have spent blocked on this store's I/O so far (0 for memory).
   virtual double io_wait_seconds() const { return 0; }
 };

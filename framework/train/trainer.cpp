@@ -38,6 +38,7 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
                "gradients ({}) must have the parameters' dtype ({})",
                dtype_name(store.options().grad_dtype), dtype_name(pd));
   if (!states_) states_ = make_memory_state_store(store.options().memory);
+  staging_ = ValueStaging::make(store, states_->tier());
   store.expect_value_shards_in_order();
   for (std::size_t u = 0; u < store.num_units(); ++u) {
     const nn::UnitLayout& ul = store.layout(u);
@@ -164,7 +165,7 @@ StepResult Trainer::step() {
   const std::int64_t k = updates_ + 1;
   r.lr = schedule_->lr_for_update(k);
   states_->begin_step();
-  optim::StepContext ctx{store_, *states_, red_};
+  optim::StepContext ctx{store_, *states_, red_, staging_.get()};
   r.lr = opt_->step(ctx, optim::StepArgs{k, r.lr, grad_scale});
   end_update();
   return r;
@@ -176,6 +177,8 @@ bool Trainer::counted_here(std::size_t u) const {
 }
 
 void Trainer::end_update() {
+  // Staged value slices: the next step's kernels wait for their copies back to the device.
+  if (staging_) staging_->end_step();
   states_->end_step();
   // Offloaded parameter slices: this step's write-backs are complete (or their error thrown).
   if (const auto& vs = store_.options().value_store) vs->flush();
@@ -192,7 +195,7 @@ void Trainer::update_in_backward(std::size_t u, const Tensor& grad) {
   auto* opt = dynamic_cast<optim::UnitStepOptimizer*>(opt_.get());
   STRATA_CHECK(opt, "train", "{} does not update units on their own", opt_->name());
   const optim::StepArgs args{k, schedule_->lr_for_update(k), 1.0f};
-  optim::StepContext ctx{store_, *states_, red_};
+  optim::StepContext ctx{store_, *states_, red_, staging_.get()};
   optim::update_unit_of(ctx, u, &grad, [&](optim::UnitSlice& s) { opt->update_unit(s, args); });
 }
 

@@ -20,6 +20,7 @@
 #include "framework/precision/loss_scaler.hpp"
 #include "framework/train/shard_reductions.hpp"
 #include "framework/train/state_store.hpp"
+#include "framework/train/value_staging.hpp"
 
 namespace strata::train {
 
@@ -132,6 +133,9 @@ class Trainer {
   std::unique_ptr<precision::LossScaler> scaler_;
   ShardReductions red_;
   std::unique_ptr<OptimizerStateStore> states_;
+  // The value slices' way to the update where they live apart from the state (a GPU with
+  // offload); null otherwise.
+  std::unique_ptr<ValueStaging> staging_;
   std::int64_t updates_ = 0;
   std::vector<std::optional<double>> noted_ss_;  // per unit: note_final_gradient's share
   std::vector<bool> stepped_;                     // step_in_backward: updated in this step

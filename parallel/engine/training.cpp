@@ -114,33 +114,39 @@ int local_rank(const Group& world) {
   return world.rank();
 }
 
-// What a job on a GPU can do today: data parallelism over any number of ranks (NCCL where each
-// rank has a GPU of its own, host-staged where ranks share one: Group's device transport), AdamW
-// or SGD, ZeRO 0-3, no offload, no tensor or pipeline parallelism (the CUDA backend's engine
-// paths that have been written; docs/gpu.md). Anything else is one line naming it, never a
-// silent CPU run.
+// A job on a GPU that gpu_refusal() names is one line naming it, never a silent CPU run.
 void check_gpu_job(const config::Config& cfg, Device device) {
-  auto refuse = [&](const std::string& what) {
+  if (const std::string what = gpu_refusal(cfg); !what.empty())
     user_fail("engine", "strata.device is \"cuda\" ({}) but {} does not run on a GPU yet: {}",
               device.str(), what, "set strata.device to \"cpu\" for this job");
-  };
-  if (cfg.strata.tensor_parallel_size > 1)
-    refuse(fmt::format("tensor parallelism (strata.tensor_parallel_size {})",
-                       cfg.strata.tensor_parallel_size));
-  if (cfg.strata.pipeline_parallel_size > 1)
-    refuse(fmt::format("pipeline parallelism (strata.pipeline_parallel_size {})",
-                       cfg.strata.pipeline_parallel_size));
-  const auto& z = cfg.zero_optimization;
-  if (z.offload_optimizer.device != config::OffloadDevice::none ||
-      z.offload_param.device != config::OffloadDevice::none)
-    refuse("offload (zero_optimization.offload_optimizer / offload_param)");
-  if (cfg.strata.optimizer_in_backward) refuse("strata.optimizer_in_backward");
-  const auto opt = train::trainer_options(cfg).optimizer;
-  if (const std::string& why = opt->declaration().refusals.gpu; !why.empty())
-    refuse(fmt::format("the {} optimizer ({})", opt->name(), why));
 }
 
 }  // namespace
+
+// What a job on a GPU can do today: data parallelism over any number of ranks (NCCL where each
+// rank has a GPU of its own, host-staged where ranks share one: Group's device transport), ZeRO
+// 0-3, optimizer state and gradients offloaded to host memory or NVMe and ZeRO-3 parameter slices
+// too; with its state on the GPU an optimizer needs CUDA kernels (AdamW, SGD), with its state
+// offloaded every optimizer runs (its update runs on the host); no tensor or pipeline parallelism,
+// no updates in backward (the CUDA backend's engine paths that have been written; docs/gpu.md).
+std::string gpu_refusal(const config::Config& cfg) {
+  if (cfg.strata.tensor_parallel_size > 1)
+    return fmt::format("tensor parallelism (strata.tensor_parallel_size {})",
+                       cfg.strata.tensor_parallel_size);
+  if (cfg.strata.pipeline_parallel_size > 1)
+    return fmt::format("pipeline parallelism (strata.pipeline_parallel_size {})",
+                       cfg.strata.pipeline_parallel_size);
+  if (cfg.strata.optimizer_in_backward) return "strata.optimizer_in_backward";
+  // The optimizer's refusal applies where its state is on the GPU: offloaded, its update runs on
+  // the host (train/value_staging.hpp).
+  const auto opt = train::trainer_options(cfg).optimizer;
+  const std::string& why = opt->declaration().refusals.gpu;
+  if (!why.empty() && cfg.zero_optimization.offload_optimizer.device == config::OffloadDevice::none)
+    return fmt::format("the {} optimizer with its state on the GPU ({}; "
+                       "zero_optimization.offload_optimizer.device \"cpu\" or \"nvme\" runs it on "
+                       "the host)", opt->name(), why);
+  return "";
+}
 
 Training::Training(config::Config cfg, const Group& world, nn::Model& model, TrainingExtras extras)
     : cfg_(std::move(cfg)),
@@ -175,6 +181,16 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   const int pad = train::state_pad_multiple(topts, stage == 0 ? 1 : dp.size());
   nn::ParamStoreOptions so =
       ZeroHooks::store_options(nn::ParamStoreOptions{pd, pd, pad, memory}, stage, dp);
+  // The device tier is a GPU's memory (or a plan for a GPU job: it takes the same paths, so it
+  // counts the same buffers): what moves to and from the offload stores is staged and copied.
+  so.host_staging = extras.device.is_cuda() || extras.host_staging ||
+                    (planning && cfg_.strata.device == DeviceType::cuda);
+  const bool offloads = cfg_.zero_optimization.offload_optimizer.device != config::OffloadDevice::none ||
+                        cfg_.zero_optimization.offload_param.device != config::OffloadDevice::none;
+  if (so.host_staging && offloads && cfg_.strata.optimizer_in_backward)
+    user_fail("engine", "strata.optimizer_in_backward with offload from a GPU's memory is not "
+              "implemented (the update would read gradients on their way to the host): set "
+              "strata.optimizer_in_backward to false");
   // ZeRO-3 parameter slices: on the device, or offloaded to host memory / NVMe swap files.
   so.value_store = extras.value_store ? std::move(extras.value_store)
                                       : offload::make_value_shard_store(cfg_, world.rank(), memory);

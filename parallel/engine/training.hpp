@@ -38,6 +38,10 @@ struct TrainingExtras {
   // memory planner's advice (the whole step's need, changes that are predicted to fit), and an
   // "auto" train_micro_batch_size_per_gpu is planned; without it, default advice and no "auto".
   plan::ModelFactory model_factory;
+  // Tests: run the offload paths of a GPU job on the cpu — what moves between the device tier
+  // and the offload stores' host memory is staged and copied as on a GPU
+  // (nn::ParamStoreOptions::host_staging), so those paths and their ledger run here.
+  bool host_staging = false;
 
   static TrainingExtras on(MemoryLedger* l) {
     TrainingExtras e;
@@ -52,6 +56,11 @@ nn::TpShard tensor_shard(const config::Config& cfg, const Group& world);
 
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.
 EngineOptions engine_options(const config::Config& cfg);
+
+// What of `cfg` does not run on a GPU yet, as the subject of a one-line error ("tensor parallelism
+// (strata.tensor_parallel_size 2)"); empty when it runs. Training refuses a GPU job with it, and
+// the memory planner proposes no change that a GPU job would refuse.
+std::string gpu_refusal(const config::Config& cfg);
 
 class Training {
  public:

@@ -44,15 +44,14 @@ std::vector<Trial> candidates(const config::Config& cfg, const Trials& trials, T
         run(fmt::format("shard over the data-parallel ranks with ZeRO stage {}", s),
             {fmt::format("zero_optimization.stage={}", s)});
     const std::string stage1 = "zero_optimization.stage=1";
-    // Offload from a GPU's memory is not written yet (docs/gpu.md): a GPU job would refuse it.
-    const bool can_offload = cfg.strata.device != DeviceType::cuda;
-    if (oo.device == OffloadDevice::none && can_offload) {
+    // (On a GPU as on the CPU; a change a GPU job would refuse is no candidate: Trials::run.)
+    if (oo.device == OffloadDevice::none) {
       std::vector<std::string> sets;
       if (z.stage < 1) sets.push_back(stage1);  // optimizer offload needs stage >= 1
       sets.push_back("zero_optimization.offload_optimizer.device=cpu");
       run("keep optimizer state in host memory", sets);
     }
-    if (op.device == OffloadDevice::none && can_offload) {
+    if (op.device == OffloadDevice::none) {
       std::vector<std::string> sets;
       if (z.stage != 3) sets.push_back("zero_optimization.stage=3");  // parameter offload: stage 3
       sets.push_back("zero_optimization.offload_param.device=cpu");
@@ -109,7 +108,10 @@ OomAdvice plan_advice(const config::Config& cfg, int ranks, const ModelFactory& 
     return estimate(a.plan).total() < estimate(b.plan).total();
   });
   if (fit.size() > 3) fit.resize(3);
-  for (const Trial& t : fit) out.changes.push_back(describe_trial(t, tier, base));
+  for (const Trial& t : fit) {
+    out.changes.push_back(describe_trial(t, tier, base));
+    out.sets.push_back(t.change.sets);
+  }
   // More memory: enough for the whole step, when the other tiers fit as they are.
   bool others_fit = true;
   for (const Tier t : {Tier::device, Tier::host, Tier::nvme})
@@ -119,6 +121,7 @@ OomAdvice plan_advice(const config::Config& cfg, int ranks, const ModelFactory& 
                 {fmt::format("strata.memory.{}_limit={}", tier_name(tier), size_arg(need))}};
     out.changes.push_back(fmt::format("{}: {} (strata.memory.{}_limit)", more.what, more.flags(),
                                       tier_name(tier)));
+    out.sets.push_back(more.sets);
   }
   return out;
 }

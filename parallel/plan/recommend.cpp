@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "parallel/engine/training.hpp"
+
 namespace strata::parallel::plan {
 
 namespace {
@@ -45,9 +47,16 @@ Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactor
         fmt::format("zero_optimization.offload_param.device={}", rung.param)};
     std::string skipped;
     if (rung.shards && one) skipped = "shards nothing on one rank";
-    const bool offloads = std::string(rung.optimizer) != "none" || std::string(rung.param) != "none";
-    if (offloads && cfg.strata.device == DeviceType::cuda)
-      skipped = "offload from a GPU is not implemented yet (docs/gpu.md)";
+    if (skipped.empty() && cfg.strata.device == DeviceType::cuda) {
+      // What a GPU job would refuse (an optimizer without CUDA kernels keeping its state there).
+      config::Config c = cfg;
+      c.zero_optimization.stage = rung.stage;
+      c.zero_optimization.offload_optimizer.device =
+          std::string(rung.optimizer) == "none" ? config::OffloadDevice::none
+          : std::string(rung.optimizer) == "cpu" ? config::OffloadDevice::cpu
+                                                  : config::OffloadDevice::nvme;
+      if (const std::string why = gpu_refusal(c); !why.empty()) skipped = "a GPU job refuses " + why;
+    }
     if (std::string(rung.optimizer) == "nvme") {
       if (nvme_path.empty())
         skipped = "needs an NVMe directory: set zero_optimization.offload_optimizer.nvme_path";

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "parallel/engine/training.hpp"
+
 namespace strata::parallel::plan {
 
 Caps caps_of(const config::Config& cfg) {
@@ -27,6 +29,9 @@ std::optional<Trial> Trials::run(const config::Config& base, const Change& chang
   } catch (const UserError&) {
     return std::nullopt;  // not a valid config: not a candidate
   }
+  // Nor is a change that a GPU job would refuse.
+  if (!change.sets.empty() && t.cfg.strata.device == DeviceType::cuda && !gpu_refusal(t.cfg).empty())
+    return std::nullopt;
   t.plan = plan_memory(t.cfg, model_, PlanOptions{ranks_, 2});
   t.plan.caps = caps_;
   return t;

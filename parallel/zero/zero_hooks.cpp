@@ -71,6 +71,13 @@ ZeroHooks::ZeroHooks(nn::ParamStore& store, Group dp, const ZeroOptions& opts,
   // device's current stream (and by the host only through copies ordered there): those streams
   // wait for them on the device. Slices in a host or NVMe store are read by the host: it waits.
   device_waits_ = so.memory.device.is_cuda() && !so.value_store && !store.grads_offloaded();
+  // Offload from a GPU: the stores' host memory is reached by copies on streams of their own.
+  staged_grads_ = so.host_staging && store.grads_offloaded();
+  staged_values_ = so.host_staging && so.value_store != nullptr;
+  if (staged_grads_ || staged_values_) {
+    down_ = CopyStream(so.memory.device);
+    up_ = CopyStream(so.memory.device);
+  }
 }
 
 ZeroHooks::~ZeroHooks() {
@@ -78,6 +85,7 @@ ZeroHooks::~ZeroHooks() {
   for (auto& w : allreduce_inflight_) try { w.wait(); } catch (...) {}
   for (auto& p : pending_) try { p.work.wait(); } catch (...) {}
   for (auto& w : device_waited_) try { w.wait(); } catch (...) {}
+  land(/*quiet=*/true);
   for (std::size_t u = 0; u < gathered_.size(); ++u) try { finish_gather(gathered_[u], u, false); } catch (...) {}
 }
 
@@ -88,20 +96,34 @@ bool ZeroHooks::persistent(std::size_t u) const {
 // ---- stage 3: gathering parameters ----
 
 void ZeroHooks::finish_gather(Gathered& g, std::size_t u, bool on_device) {
-  // The slice goes back to its store whether or not the gather succeeded.
+  // The slice goes back to its store whether or not the gather succeeded — once no upload of it
+  // is running (its buffer may be reused for another unit's slice at once).
   struct Release {
     ZeroHooks* self;
     Gathered& g;
     std::size_t u;
     ~Release() {
-      if (g.shard.defined()) {
-        g.shard = Tensor();
-        self->store_.release_value_shard(u, false);
+      if (!g.shard.defined()) return;
+      try {
+        g.lifted.synchronize();
+      } catch (...) {
       }
+      g.lifted = Event();
+      g.shard = Tensor();
+      self->store_.release_value_shard(u, false);
     }
   } release{this, g, u};
   if (on_device) wait_on_stream(g.work);
   else wait(g.work);
+  if (g.up.defined()) {
+    // The gather was posted on the copy stream (after the upload): the compute stream waits for
+    // that point (a one-rank gather is a copy queued there), or, when the unit is not used next
+    // (an error, the step's end), the host does, before the slice's device copy is freed.
+    if (on_device) g.posted.wait(current_stream(store_.options().memory.device));
+    else g.posted.synchronize();
+    g.posted = Event();
+    g.up = Tensor();
+  }
 }
 
 void ZeroHooks::wait(Work& w) {
@@ -130,11 +152,32 @@ void ZeroHooks::start_gather(std::size_t u) {
   // what follows fails, the slice goes back.
   Tensor shard = store_.acquire_value_shard(u);
   try {
-    Tensor full = Tensor::empty(Shape{l.padded}, store_.options().param_dtype,
-                                store_.options().memory.with(Category::params));
-    g.work = dp_.all_gather(shard, full);
+    const TensorOptions pm = store_.options().memory.with(Category::params);
+    Tensor full = Tensor::empty(Shape{l.padded}, store_.options().param_dtype, pm);
+    if (staged_values_) {
+      // A host slice: it goes up on the copy stream, and the gather is posted there after it (a
+      // transport orders its call after the posting thread's current stream), so both run beside
+      // the compute queued before; finish_gather orders the unit's use after them.
+      Tensor up = Tensor::empty(shard.shape(), shard.dtype(), pm);
+      g.lifted = up_.copy(up, shard);
+      {
+        const StreamGuard on(up_.stream());
+        g.work = dp_.all_gather(up, full);
+      }
+      g.posted = up_.mark();
+      g.up = std::move(up);
+    } else {
+      g.work = dp_.all_gather(shard, full);
+    }
     g.full = std::move(full);
   } catch (...) {
+    try {
+      g.lifted.synchronize();  // an upload may still read the slice
+      g.posted.synchronize();
+    } catch (...) {
+    }
+    g.lifted = g.posted = Event();
+    g.up = Tensor();
     store_.release_value_shard(u, false);
     throw;
   }
@@ -274,6 +317,10 @@ void ZeroHooks::complete_reductions(std::size_t keep) {
     PendingReduce& p = *it;
     wait_on_stream(p.work);
     scale(p.out, post_scale_);
+    if (staged_grads_) {
+      offload_reduced(p);
+      continue;
+    }
     if (opts_.stage >= 2 && store_.grad_shard_is_zero(p.unit)) {
       // The stored slice holds nothing yet (the step's first micro-batch): the reduced slice is
       // the gradient so far. Updated in backward where it is final, it is never stored; else it
@@ -298,12 +345,19 @@ void ZeroHooks::stash_unreduced(std::size_t u) {
   nn::ValueShardStore& gs = *store_.options().grad_store;
   Tensor dst = gs.acquire(u);
   try {
-    dst.copy_from(store_.grads(u));
+    if (staged_grads_) {
+      // Down beside the next unit's backward; the unit stays held (and the device buffer alive)
+      // until the copy has landed.
+      const Tensor& src = store_.grads(u);
+      landing_.push_back(Landing{src, down_.copy(dst, src), u, /*whole=*/true, /*dirty=*/true});
+    } else {
+      dst.copy_from(store_.grads(u));
+    }
   } catch (...) {
     gs.release(u, false);
     throw;
   }
-  gs.release(u, true);
+  if (!staged_grads_) gs.release(u, true);
   store_.unbind_grads(u);
   stashed_[u] = true;
 }
@@ -311,6 +365,21 @@ void ZeroHooks::stash_unreduced(std::size_t u) {
 void ZeroHooks::restore_stashed(std::size_t u, Tensor& full) {
   nn::ValueShardStore& gs = *store_.options().grad_store;
   const Tensor src = gs.acquire(u);
+  if (staged_grads_) {
+    // Up on the copy stream; the unit's backward (queued next) waits for it on the device, and
+    // the store's unit is released once the copy has landed.
+    Event up;
+    try {
+      up = up_.copy(full, src);
+    } catch (...) {
+      gs.release(u, false);
+      throw;
+    }
+    landing_.push_back(Landing{full, up, u, /*whole=*/true, /*dirty=*/false});  // land() releases
+    stashed_[u] = false;
+    up_.order_before_current();
+    return;
+  }
   try {
     full.copy_from(src);
   } catch (...) {
@@ -319,6 +388,96 @@ void ZeroHooks::restore_stashed(std::size_t u, Tensor& full) {
   }
   gs.release(u, false);
   stashed_[u] = false;
+}
+
+// ---- offload from a GPU: gradients to the host ----
+
+void ZeroHooks::offload_reduced(PendingReduce& p) {
+  const std::size_t u = p.unit;
+  Tensor g = p.out;  // on the device
+  // ZeRO-1 stores the last micro-batch's reduced slice as it is; stages 2-3 add it to what the
+  // earlier micro-batches stored, unless nothing is stored yet.
+  const bool stored = opts_.stage >= 2 && !store_.grad_shard_is_zero(u);
+  Tensor held;
+  if (stored) {
+    // Accumulated where the run without offload accumulates, on the device: the stored slice
+    // comes up and is added to the reduced one (a + b is b + a, bit for bit), so the gradient
+    // norm below and the values stored are exactly that run's.
+    held = store_.acquire_grad_shard(u);
+    try {
+      Tensor prev = Tensor::empty(g.shape(), g.dtype(), store_.options().memory.with(Category::grads));
+      up_.copy(prev, held);
+      up_.order_before_current();
+      ops::add_inplace(g, prev);
+    } catch (...) {
+      try {
+        up_.synchronize();
+      } catch (...) {
+      }
+      store_.release_grad_shard(u, false);
+      throw;
+    }
+  }
+  // The step's final gradient: its share of the norm is taken on the device, as without offload.
+  // (Updates in backward are not offered with staging: Training refuses them.)
+  if (reduced_gradient_ && sync_) {
+    bool consumed = false;
+    try {
+      consumed = reduced_gradient_(u, g);
+    } catch (...) {
+      if (held.defined()) {
+        try {
+          up_.synchronize();
+        } catch (...) {
+        }
+        store_.release_grad_shard(u, false);
+      }
+      throw;
+    }
+    STRATA_CHECK(!consumed, "zero", "unit {}: a gradient offloaded from the device cannot be "
+                 "consumed where it is reduced", u);
+  }
+  if (!held.defined())
+    held = opts_.stage >= 2 ? store_.acquire_grad_shard_to_overwrite(u) : store_.acquire_grad_shard(u);
+  try {
+    // Down after the kernels that wrote it (the reduction, the scaling, the addition); backward
+    // goes on meanwhile. The host slice is held, and the device slice kept, until it has landed.
+    landing_.push_back(Landing{g, down_.copy(held, g), u, /*whole=*/false, /*dirty=*/true});
+  } catch (...) {
+    try {
+      up_.synchronize();
+    } catch (...) {
+    }
+    store_.release_grad_shard(u, false);
+    throw;
+  }
+}
+
+void ZeroHooks::release_landed(const Landing& l, bool dirty) {
+  if (l.whole) store_.options().grad_store->release(l.unit, dirty);
+  else store_.release_grad_shard(l.unit, dirty);
+}
+
+std::exception_ptr ZeroHooks::land(bool quiet) {
+  std::exception_ptr first;
+  while (!landing_.empty()) {
+    const Landing l = std::move(landing_.front());
+    landing_.pop_front();
+    bool ok = true;
+    try {
+      l.done.synchronize();
+    } catch (...) {
+      ok = false;
+      if (!first) first = std::current_exception();
+    }
+    try {
+      release_landed(l, ok && !quiet && l.dirty);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first && !quiet) std::rethrow_exception(first);
+  return first;
 }
 
 // ---- aborting a step ----
@@ -338,6 +497,7 @@ void ZeroHooks::abort_step() {
   pending_.clear();
   for (auto& w : device_waited_) quietly([&] { wait(w); });
   device_waited_.clear();
+  if (std::exception_ptr e = land(/*quiet=*/true); e && !first) first = e;
   for (std::size_t u = 0; u < gathered_.size(); ++u) {
     if (!gathered_[u].full.defined()) continue;
     quietly([&] { finish_gather(gathered_[u], u, false); });
@@ -395,6 +555,10 @@ void ZeroHooks::before_backward(int unit) {
 
 void ZeroHooks::after_backward(int unit) {
   const auto u = static_cast<std::size_t>(unit);
+  // The copies launched since the last hook (the previous unit's gradient going down, this
+  // unit's stashed micro-batches coming up) have had a unit's backward to run beside; this one's
+  // kernels are queued, so the device stays busy while the host waits for them here.
+  land();
   const bool per_micro = opts_.stage >= 2;
   // Offloaded gradients leave the device right after the unit's backward, with or without
   // overlap_comm (without it, the reduction is waited for at once).
@@ -413,6 +577,7 @@ void ZeroHooks::end_backward() {
   for (std::size_t u = 0; u < store_.num_units(); ++u)
     if (store_.grads(u).defined()) launch_unit_reduction(u);
   complete_reductions();
+  land();  // every gradient in its store: the optimizer reads them there
   confirm_device_waits();
   std::fill(reduced_.begin(), reduced_.end(), false);
 }

@@ -15,12 +15,19 @@
 // buffer exists only around its backward; its reduction (ZeRO-1: on the last micro-batch; before
 // that its unreduced gradient is stashed whole in the store and brought back before the next
 // backward) completes into the store, so the device holds at most the in-flight window.
+// Offload from a GPU (ParamStoreOptions::host_staging): what moves between the device and the
+// stores' host memory is copied on copy streams of the hooks' own, ordered by events — a reduced
+// gradient slice goes down after the kernels that wrote it while backward goes on, an offloaded
+// parameter slice goes up (and is gathered) beside the compute of the unit before its use — and
+// the host memory a copy reads or writes is held until the copy has completed (docs/gpu.md).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <vector>
 
+#include "framework/backend/transfer.hpp"
 #include "framework/nn/context.hpp"
 #include "framework/nn/model.hpp"
 #include "framework/nn/param_store.hpp"
@@ -120,9 +127,31 @@ class ZeroHooks : public nn::UnitHooks {
     Work work;
     bool ready = false;
     int uses = 0;
+    // Staged (a host slice gathered on a GPU): the slice's copy on the device, the event its
+    // upload completes at (the host slice is released after it), and the copy stream's point
+    // after the gather was posted there (the compute stream waits for it before the unit's use).
+    Tensor up;
+    Event lifted, posted;
+  };
+  // A copy between the device and a gradient store's host memory still running: the device
+  // tensor it reads or writes is kept alive, and the store's slice (the owned slice, or the whole
+  // unit for ZeRO-1's stash) held, until the copy has completed (land()).
+  struct Landing {
+    Tensor keep;
+    Event done;
+    std::size_t unit = 0;
+    bool whole = false;  // the grad_store's unit itself, not ParamStore's owned slice of it
+    bool dirty = false;  // released dirty: the copy wrote it
   };
 
   void launch_unit_reduction(std::size_t u);
+  // Staged gradients: unit p.unit's reduced slice (on the device) goes to the gradient store by a
+  // copy on down_ (accumulated on the device first when the store holds earlier micro-batches').
+  void offload_reduced(PendingReduce& p);
+  // Waits for every copy of landing_ in order and releases the store slices they held; `quiet`:
+  // errors are not thrown (the first is returned), slices released clean.
+  std::exception_ptr land(bool quiet = false);
+  void release_landed(const Landing& l, bool dirty);
   // ZeRO-1 with offloaded gradients, before the last micro-batch: unit u's unreduced gradient
   // moves whole into the gradient store (restore_stashed brings it back before its next backward).
   void stash_unreduced(std::size_t u);
@@ -177,6 +206,11 @@ class ZeroHooks : public nn::UnitHooks {
   void confirm_device_waits();
   bool device_waits_ = false;
   std::vector<Work> device_waited_;
+  // Offload from a GPU (host_staging): gradients go down to the grad_store and value slices come
+  // up from the value_store by copies on these streams.
+  bool staged_grads_ = false, staged_values_ = false;
+  CopyStream down_, up_;
+  std::deque<Landing> landing_;
 };
 
 }  // namespace strata::parallel

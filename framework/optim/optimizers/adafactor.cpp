@@ -124,7 +124,7 @@ double Adafactor::step(StepContext& ctx, const StepArgs& a) {
     const nn::UnitLayout& l = store.layout(u);
     if (unit.factored > 0)
       std::copy_n(s[f_].data<float>(), unit.factored, stats.data() + unit.fac_base);
-    const nn::ValueShardScope held(store, u, false);
+    const ValueSlice held(store, ctx.staging, u, false);
     const Tensor master_t = pd == DType::f32 ? held.get() : s.master;
     for (const Param& p : unit.params) {
       if (p.a >= p.b) continue;
@@ -182,7 +182,7 @@ double Adafactor::step(StepContext& ctx, const StepArgs& a) {
     const nn::UnitLayout& l = store.layout(u);
     if (unit.factored > 0)
       std::copy_n(stats.data() + unit.fac_base, unit.factored, s[f_].data<float>());
-    const nn::ValueShardScope held(store, u, /*dirty=*/true);
+    ValueSlice held(store, ctx.staging, u, /*dirty=*/true);
     const Tensor& vshard = held.get();
     float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
     auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
@@ -209,6 +209,7 @@ double Adafactor::step(StepContext& ctx, const StepArgs& a) {
                                pd);
       }
     }
+    held.finish();
   });
   return rho;
 }

@@ -76,7 +76,7 @@ double Lamb::step(StepContext& ctx, const StepArgs& a) {
   std::vector<double> sums(2 * num_params_, 0.0);
   std::size_t global = 0;
   train::for_each_unit_grads(store, ctx.states, false, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
-    const nn::ValueShardScope held(store, u, false);
+    const ValueSlice held(store, ctx.staging, u, false);
     const float* master = pd == DType::f32 ? held.get().data<float>() : s.master.data<float>();
     lamb_owned_parts(store.layout(u), global, [&](std::size_t k, bool decay, std::int64_t off,
                                                   std::size_t n) {
@@ -93,7 +93,7 @@ double Lamb::step(StepContext& ctx, const StepArgs& a) {
   const double step_size = lamb_step_size(h_, a.step, a.lr);
   global = 0;
   train::for_each_unit_grads(store, ctx.states, true, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
-    const nn::ValueShardScope held(store, u, /*dirty=*/true);
+    ValueSlice held(store, ctx.staging, u, /*dirty=*/true);
     const Tensor& vshard = held.get();
     float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
     auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
@@ -103,6 +103,7 @@ double Lamb::step(StepContext& ctx, const StepArgs& a) {
                  decay ? h : h0, a.grad_scale, step_size, ratios_[k], p16 ? p16 + off : nullptr,
                  pd);
     });
+    held.finish();
   });
   return a.lr;
 }

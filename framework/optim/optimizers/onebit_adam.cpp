@@ -106,7 +106,7 @@ void OneBitAdam::frozen_step(StepContext& ctx, double lr, float grad_scale) {
     store.expect_value_shards_in_order();
     for (std::size_t u = 0; u < store.num_units(); ++u) {
       train::UnitOptimizerState& s = *held[u];
-      const nn::ValueShardScope v(store, u, /*dirty=*/true);
+      ValueSlice v(store, ctx.staging, u, /*dirty=*/true);
       float* master = pd == DType::f32 ? v.get().data<float>() : s.master.data<float>();
       auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(v.get().raw());
       const nn::UnitLayout& l = store.layout(u);
@@ -119,6 +119,7 @@ void OneBitAdam::frozen_step(StepContext& ctx, double lr, float grad_scale) {
                      static_cast<std::size_t>(l.params[i]->shape.numel()), hh, lr,
                      p16 ? p16 + off : nullptr, pd);
       }
+      v.finish();
     }
   } catch (...) {
     for (std::size_t u = 0; u < held.size(); ++u) states.release(u, true);

@@ -113,7 +113,7 @@ void OneBitLamb::warmup(StepContext& ctx, std::int64_t step, double lr, float gr
   std::size_t k = 0;
   train::for_each_unit_grads(
       store, ctx.states, false, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
-        const nn::ValueShardScope held(store, u, false);
+        const ValueSlice held(store, ctx.staging, u, false);
         const float* master = pd == DType::f32 ? held.get().data<float>() : s.master.data<float>();
         const nn::UnitLayout& l = store.layout(u);
         for (std::size_t i = 0; i < l.params.size(); ++i, ++k) {
@@ -133,7 +133,7 @@ void OneBitLamb::warmup(StepContext& ctx, std::int64_t step, double lr, float gr
   k = 0;
   train::for_each_unit_grads(
       store, ctx.states, true, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
-        const nn::ValueShardScope held(store, u, /*dirty=*/true);
+        ValueSlice held(store, ctx.staging, u, /*dirty=*/true);
         const Tensor& vshard = held.get();
         float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
         auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
@@ -152,6 +152,7 @@ void OneBitLamb::warmup(StepContext& ctx, std::int64_t step, double lr, float gr
         if (step == h_.freeze_step)
           std::memcpy(s[kObVFresh].data<float>(), s[kObV].data<float>(),
                       static_cast<std::size_t>(l.hi - l.lo) * sizeof(float));
+        held.finish();
       });
 }
 
@@ -228,7 +229,7 @@ void OneBitLamb::compressed(StepContext& ctx, double lr, float grad_scale) {
       train::UnitOptimizerState& s = *held[u];
       const nn::UnitLayout& l = store.layout(u);
       std::memcpy(s[kObM].data<float>(), flat + at, static_cast<std::size_t>(l.numel) * sizeof(float));
-      const nn::ValueShardScope v(store, u, /*dirty=*/true);
+      ValueSlice v(store, ctx.staging, u, /*dirty=*/true);
       float* master = pd == DType::f32 ? v.get().data<float>() : s.master.data<float>();
       auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(v.get().raw());
       for (std::size_t i = 0; i < l.params.size(); ++i, ++k) {
@@ -245,6 +246,7 @@ void OneBitLamb::compressed(StepContext& ctx, double lr, float grad_scale) {
         onebit_lamb_apply(master + off, s[kObM].data<float>() + off, s[kObV].data<float>() + off, n,
                           h_, wd, lr * coeffs_[k], p16 ? p16 + off : nullptr, pd);
       }
+      v.finish();
       at += l.numel;
     }
   } catch (...) {

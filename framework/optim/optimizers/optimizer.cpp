@@ -57,7 +57,8 @@ void update_unit_of(StepContext& ctx, std::size_t u, const Tensor* grad,
   const bool overwrite = pd != DType::f32;
   const nn::UnitLayout& l = store.layout(u);
   train::UnitOptimizerState& st = ctx.states.acquire(u);
-  const nn::ValueShardScope held(store, u, /*dirty=*/true, overwrite);  // written back when released
+  // Written back when finished (staged: copied to the store's slice; offloaded: released dirty).
+  ValueSlice held(store, ctx.staging, u, /*dirty=*/true, overwrite);
   const Tensor& vshard = held.get();
   if (overwrite) zero_padding(vshard, train::owned_numel(l));
   std::optional<nn::GradShardScope> acquired;
@@ -69,8 +70,13 @@ void update_unit_of(StepContext& ctx, std::size_t u, const Tensor* grad,
   s.master = pd == DType::f32 ? vshard : st.master;
   if (pd != DType::f32) s.param16 = vshard;
   s.grad = grad ? *grad : acquired->get();
+  // The update runs where its state is: its gradients must be there too (offloaded with it).
+  STRATA_CHECK(!ctx.staging || s.grad.tier() == (ctx.staging->state_on_host() ? Tier::host : Tier::device),
+               "optim", "unit {}: the gradients are in {} memory but the optimizer state in {}",
+               u, tier_name(s.grad.tier()), ctx.staging->state_on_host() ? "host" : "device");
   s.workspace = store.options().memory.with(Category::workspace);
   f(s);
+  held.finish();
   ctx.states.release(u, true);
 }
 
@@ -89,12 +95,13 @@ void meta_pass(StepContext& ctx, const std::vector<std::int64_t>& workspace) {
   store.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store.num_units(); ++u) {
     ctx.states.acquire(u);
-    const nn::ValueShardScope values(store, u, /*dirty=*/true);
+    ValueSlice values(store, ctx.staging, u, /*dirty=*/true);
     const nn::GradShardScope g(store, u, /*dirty=*/false);
     // The f32 copy of a 16-bit gradient that the host kernels read.
     if (g.get().dtype() != DType::f32)
       Tensor::empty(Shape{static_cast<std::int64_t>(train::owned_numel(store.layout(u)))},
                     DType::f32, work);
+    values.finish();
     ctx.states.release(u, true);
   }
 }

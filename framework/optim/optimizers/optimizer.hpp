@@ -17,6 +17,7 @@
 #include "framework/nn/param_store.hpp"
 #include "framework/train/shard_reductions.hpp"
 #include "framework/train/state_store.hpp"
+#include "framework/train/value_staging.hpp"
 
 namespace strata::optim {
 
@@ -69,7 +70,10 @@ struct Refusals {
   std::string tensor_parallel;  // strata.tensor_parallel_size > 1
   std::string model_parallel;   // tensor or pipeline parallelism (one message names both)
   std::string zero;             // zero_optimization.stage >= 1
-  std::string gpu;              // strata.device "cuda"
+  // strata.device "cuda" with the state on the GPU (offload_optimizer "none"): an optimizer
+  // without CUDA kernels still runs on a GPU job when its state is offloaded, where its update
+  // runs on the host (train/value_staging.hpp).
+  std::string gpu;
 };
 
 struct Declaration {
@@ -119,8 +123,16 @@ struct StepContext {
   nn::ParamStore& store;
   train::OptimizerStateStore& states;
   const train::ShardReductions& red;
+  // Where the value slices are staged for the update when they live apart from the state (a GPU
+  // with offload: train/value_staging.hpp); null when they live beside it. Every value slice an
+  // update reads or writes is a ValueSlice, never the store's slice directly.
+  train::ValueStaging* staging = nullptr;
   bool meta() const { return store.options().memory.device.is_meta(); }
 };
+
+// Unit u's owned value slice for an update, where the state is (staged when ctx.staging): get(),
+// then finish() after writing it (`dirty`: copied back to the store's slice).
+using ValueSlice = train::ValueSlice;
 
 // A rank's compression errors of one parameter in its unit's rank_errors tensor: worker error at
 // `worker`, server error at `server`, `size` floats in all.

@@ -2,10 +2,11 @@
 // it). On a machine with one GPU both ranks share it, so device buffers take the host-staged
 // transport (NCCL refuses two ranks on one GPU); with a GPU per rank they take NCCL. Checked:
 // which transport the group chose; every collective and send/recv on device buffers against the
-// same call on host buffers; with NCCL, a consumer stream ordered by the Work's device event; and
-// GPT training at ZeRO 0-3 on the GPU against one rank with the whole global batch. Without a GPU
-// the executable exits 77 before MPI starts (tests/dist/comm/main.cpp), which ctest counts as
-// skipped.
+// same call on host buffers; with NCCL, a consumer stream ordered by the Work's device event;
+// GPT training at ZeRO 0-3 on the GPU against one rank with the whole global batch; and the same
+// with offload from the GPU (optimizer state, gradients, ZeRO-3 parameters in host memory) against
+// the run on the GPU, bitwise. Without a GPU the executable exits 77 before MPI starts
+// (tests/dist/comm/main.cpp), which ctest counts as skipped.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -235,6 +236,53 @@ TEST_P(GpuDataParallel, cuda_MatchesOneRankWithTheWholeBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, GpuDataParallel, ::testing::Values(0, 1, 2, 3),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return "zero" + std::to_string(i.param);
+                         });
+
+class GpuOffload : public ::testing::TestWithParam<int> {};
+
+// Offload from the GPU on N ranks (ranks sharing one GPU take the host-staged transport, a GPU
+// each NCCL): the optimizer state and gradients in host memory at ZeRO stage s, and at stage 3 the
+// parameter slices too, bitwise the same N ranks with everything on the GPU (losses, gradient
+// norms, masters), and like one rank with the whole global batch (losses within 1e-6 relative).
+TEST_P(GpuOffload, cuda_OffloadIsBitwiseTheRunOnTheGpuAndLikeOneRank) {
+  const int stage = GetParam();
+  const auto& w = world();
+  const int N = w.size(), b = 2, accum = 2, steps = 4;
+  const auto c = tiny_gpt();
+  config::Config cfg = adamw_job(b, accum, stage);
+  cfg.strata.device = DeviceType::cuda;
+  config::Config off = cfg;
+  off.zero_optimization.offload_optimizer.device = config::OffloadDevice::cpu;
+  if (stage == 3) off.zero_optimization.offload_param.device = config::OffloadDevice::cpu;
+  config::Config ref_cfg = adamw_job(N * b, accum, 0);
+  ref_cfg.strata.device = DeviceType::cuda;
+  Replica gpu(c, cfg, w);
+  Replica offloaded(c, off, w);
+  Replica ref(c, ref_cfg, w.split(w.rank(), 0, "self"));
+  BatchFeed f0{N, w.rank(), b, c.block_size, c.vocab_size}, f1 = f0;
+  BatchFeed ref_feed{1, 0, N * b, c.block_size, c.vocab_size};
+  double worst = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto a = gpu.engine.train_step(std::ref(f0));
+    const auto o = offloaded.engine.train_step(std::ref(f1));
+    const auto e = ref.engine.train_step(std::ref(ref_feed));
+    ASSERT_TRUE(std::isfinite(o.loss)) << "step " << s;
+    EXPECT_EQ(o.loss, a.loss) << "step " << s;
+    EXPECT_EQ(o.result.grad_norm, a.result.grad_norm) << "step " << s;
+    worst = std::max(worst, std::abs(o.loss - e.loss) / e.loss);
+    EXPECT_NEAR(o.loss, e.loss, 1e-6 * e.loss) << "step " << s;
+  }
+  EXPECT_EQ(offloaded.master_weights(), gpu.master_weights());
+  EXPECT_LT(rel_l2(offloaded.master_weights(), ref.master_weights()), 1e-5);
+  if (w.rank() == 0)
+    std::printf("np=%d ZeRO %d with offload from the GPU (%s): bitwise the run on the GPU, losses "
+                "within %.2e of one rank\n", N, stage,
+                offloaded.engine.dp().device_transport().c_str(), worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, GpuOffload, ::testing::Values(1, 2, 3),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "zero" + std::to_string(i.param);
                          });

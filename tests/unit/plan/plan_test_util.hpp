@@ -64,13 +64,16 @@ inline const parallel::Group& one_rank() {
 
 // Runs `steps` real training steps of cfg (caps applied to a fresh ledger) and returns the
 // ledger's snapshot; throws OutOfMemory when a cap is exceeded (with the memory planner's advice
-// when planned_advice, as train_gpt gives it).
-inline MemorySnapshot measure(const config::Config& cfg, int steps = 2, bool planned_advice = false) {
+// when planned_advice, as train_gpt gives it). host_staging: on the CPU, the offload paths of a
+// GPU job (TrainingExtras::host_staging).
+inline MemorySnapshot measure(const config::Config& cfg, int steps = 2, bool planned_advice = false,
+                              bool host_staging = false) {
   MemoryLedger ledger;
   train::apply_memory_caps(cfg, ledger);
   nn::Gpt model(train::gpt_config(cfg));
   parallel::TrainingExtras extras = parallel::TrainingExtras::on(&ledger);
   if (planned_advice) extras.model_factory = parallel::plan::gpt_model();
+  extras.host_staging = host_staging;
   parallel::Training job(cfg, one_rank(), model, extras);
   std::int64_t k = 0;
   auto feed = [&](nn::Batch& b) {

@@ -9,6 +9,7 @@
 #include "framework/config/overrides.hpp"
 #include "framework/memory/out_of_memory.hpp"
 #include "framework/memory/size.hpp"
+#include "parallel/plan/oom_advice.hpp"
 #include "tests/unit/plan/plan_test_util.hpp"
 
 namespace strata {
@@ -116,6 +117,43 @@ INSTANTIATE_TEST_SUITE_P(Configs, OomAdvice, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
 static_assert(std::size(kCases) >= 10);
+
+// A GPU job's advice (planned on the meta device: this runs without a GPU): with the device capped
+// below the model states, between them and the step's need with the optimizer state in host
+// memory, that offload is offered, as for the CPU (the config of tests/unit/gpu's
+// cuda_ACapBelowTheModelStatesNeedsOffloadAndTrainsWithIt, which runs it on a GPU).
+TEST(OomAdviceGpu, AGpuJobIsOfferedOffload) {
+  const std::vector<std::string> base = {
+      "zero_optimization.stage=1", "strata.device=cuda", "strata.model.n_layer=4",
+      "strata.model.n_embd=128", "train_micro_batch_size_per_gpu=1",
+      "strata.activation_checkpointing=true"};
+  std::vector<std::string> off = base;
+  off.push_back("zero_optimization.offload_optimizer.device=cpu");
+  const auto model = parallel::plan::gpt_model();
+  const auto resident = parallel::plan::plan_memory(plan_test::gpt_config(base), model);
+  const std::uint64_t states = resident.peak(Tier::device, Category::params) +
+                               resident.peak(Tier::device, Category::grads) +
+                               resident.peak(Tier::device, Category::optimizer);
+  const std::uint64_t offloaded =
+      parallel::plan::plan_memory(plan_test::gpt_config(off), model).peak(Tier::device);
+  const std::uint64_t cap = (offloaded + states) / 2;
+  std::printf("states %s, offloaded step %s, cap %s\n", format_bytes(states).c_str(),
+              format_bytes(offloaded).c_str(), format_bytes(cap).c_str());
+  ASSERT_LT(static_cast<double>(offloaded), 0.9 * static_cast<double>(cap));
+  std::vector<std::string> capped = base;
+  capped.push_back(fmt::format("strata.memory.device_limit={}", cap));
+  const config::Config cfg = plan_test::gpt_config(capped);
+  const auto advice = parallel::plan::plan_advice(cfg, 1, parallel::plan::gpt_model(), Tier::device,
+                                                  parallel::plan::caps_of(cfg));
+  bool offload = false;
+  std::string all;
+  for (const auto& line : advice.changes) {
+    offload = offload ||
+              line.find("zero_optimization.offload_optimizer.device=cpu") != std::string::npos;
+    all += line + " | ";
+  }
+  EXPECT_TRUE(offload) << "advice: " << all;
+}
 
 }  // namespace
 }  // namespace strata

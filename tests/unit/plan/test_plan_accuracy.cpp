@@ -102,6 +102,59 @@ INSTANTIATE_TEST_SUITE_P(Configs, PlanAccuracy, ::testing::ValuesIn(kCases),
 // More configurations than the 12.
 static_assert(std::size(kCases) >= 12);
 
+// A GPU job with offload, planned on the meta device (so without a GPU), against the same job run
+// on the CPU through the offload paths of a GPU job (TrainingExtras::host_staging: staging buffers,
+// copies landing a hook later, device-tier accumulation, uploaded parameter slices): the plan of a
+// GPU job is what such a run acquires and releases, every tier to the byte.
+const Case kGpuCases[] = {
+    {"GpuStage1OptimizerOffload", {"zero_optimization.stage=1",
+                                   "zero_optimization.offload_optimizer.device=cpu"}},
+    {"GpuStage2OffloadBf16Accumulation2", {"zero_optimization.stage=2", "bf16.enabled=true",
+                                           "gradient_accumulation_steps=2",
+                                           "zero_optimization.offload_optimizer.device=cpu"}},
+    {"GpuStage3ParamAndOptimizerOffload", {"zero_optimization.stage=3", "bf16.enabled=true",
+                                           "zero_optimization.offload_optimizer.device=cpu",
+                                           "zero_optimization.offload_param.device=cpu"}},
+    {"GpuStage3ParamOffloadOnly", {"zero_optimization.stage=3",
+                                   "zero_optimization.offload_param.device=cpu"}},
+    {"GpuStage3NvmeAdamW8bit", {"zero_optimization.stage=3", "bf16.enabled=true",
+                                "optimizer.type=AdamW8bit",
+                                "zero_optimization.offload_optimizer.device=nvme",
+                                "zero_optimization.offload_optimizer.nvme_path=NVME",
+                                "zero_optimization.offload_param.device=nvme",
+                                "zero_optimization.offload_param.nvme_path=NVME"}},
+};
+
+class GpuPlanAccuracy : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuPlanAccuracy, PlanOfAGpuJobFollowsItsStagedRun) {
+  std::vector<std::string> gpu = GetParam().sets, cpu = GetParam().sets;
+  gpu.push_back("strata.device=cuda");
+  cpu.push_back("strata.device=cpu");
+  const auto plan = parallel::plan::plan_memory(plan_test::gpt_config(gpu), parallel::plan::gpt_model());
+  const MemorySnapshot got = plan_test::measure(plan_test::gpt_config(cpu), 2, false, /*host_staging=*/true);
+  // The plan's staging buffers are the run's: host params held by the update's staging.
+  EXPECT_EQ(plan.memory.peak[static_cast<int>(Tier::host)][static_cast<int>(Category::params)] > 0,
+            got.peak[static_cast<int>(Tier::host)][static_cast<int>(Category::params)] > 0);
+  for (const Tier t : {Tier::device, Tier::host, Tier::nvme}) {
+    const double want = static_cast<double>(got.tier_peak[static_cast<int>(t)]);
+    const double planned = static_cast<double>(plan.peak(t));
+    std::printf("%-36s %-6s planned %12s measured %12s (%+.2f%%)\n", GetParam().name,
+                std::string(tier_name(t)).c_str(), format_bytes(plan.peak(t)).c_str(),
+                format_bytes(got.tier_peak[static_cast<int>(t)]).c_str(),
+                want > 0 ? 100.0 * (planned - want) / want : 0.0);
+    if (want == 0) {
+      EXPECT_EQ(planned, 0) << tier_name(t);
+      continue;
+    }
+    // The same code acquires the same buffers on the meta device: to the byte.
+    EXPECT_EQ(plan.peak(t), got.tier_peak[static_cast<int>(t)]) << tier_name(t) << " tier";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, GpuPlanAccuracy, ::testing::ValuesIn(kGpuCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 }  // namespace test_plan_accuracy
 }  // namespace
 }  // namespace strata

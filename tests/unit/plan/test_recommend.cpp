@@ -65,5 +65,30 @@ TEST(Recommend, WithoutACapNoZeroWinsAndSeveralRanksConsiderSharding) {
   EXPECT_TRUE(r.options[2].skipped.empty()) << r.options[2].skipped;
 }
 
+// A GPU job (planned on the meta device: this runs without a GPU) climbs the same ladder: offload
+// from the GPU runs, so under the same cap it gets the same offload rung; an optimizer without CUDA
+// kernels skips the rungs that keep its state on the GPU, saying why.
+TEST(Recommend, GpuJobsClimbToOffloadAndSkipWhatTheyRefuse) {
+  const config::Config free_cfg = plan_test::gpt_config({"train_micro_batch_size_per_gpu=8"});
+  const auto free_plan = parallel::plan::plan_memory(free_cfg, parallel::plan::gpt_model());
+  const std::uint64_t states = free_plan.peak(Tier::device, Category::params) +
+                               free_plan.peak(Tier::device, Category::grads) +
+                               free_plan.peak(Tier::device, Category::optimizer);
+  const config::Config cfg = plan_test::gpt_config(
+      {"train_micro_batch_size_per_gpu=8", "strata.device=cuda",
+       fmt::format("strata.memory.device_limit={}", states)});
+  const Recommendation r = recommend_for(cfg, 1);
+  ASSERT_TRUE(r.chosen);
+  EXPECT_EQ(r.options[*r.chosen].rung, "ZeRO-1 + optimizer offload");
+
+  const Recommendation r8 = recommend_for(
+      plan_test::gpt_config({"strata.device=cuda", "optimizer.type=AdamW8bit"}), 1);
+  ASSERT_TRUE(r8.chosen);
+  EXPECT_EQ(r8.options[*r8.chosen].rung, "ZeRO-1 + optimizer offload");
+  EXPECT_EQ(r8.options[0].rung, "no ZeRO");
+  EXPECT_NE(r8.options[0].skipped.find("AdamW8bit"), std::string::npos) << r8.options[0].skipped;
+  EXPECT_FALSE(r8.options[0].trial);
+}
+
 }  // namespace
 }  // namespace strata
