@@ -42,12 +42,7 @@ void run_plan(const PlanArgs& a) {
   }
   for (const auto& note : cfg.notes)
     std::cerr << fmt::format("strata: note: {}: {}\n", a.options.source(), note);
-  std::cout << fmt::format(
-      "memory plan per rank: {} rank{}, micro-batch {} x accumulation {}, ZeRO stage {}{}\n",
-      a.ranks, a.ranks == 1 ? "" : "s", plan.micro_batch, plan.accumulation,
-      cfg.zero_optimization.stage, cfg.strata.activation_checkpointing ? ", activation checkpointing" : "");
-  std::cout << parallel::plan::format_plan(plan);
-  std::cout << (plan.fits() ? "fits the caps\n" : "does NOT fit the caps\n");
+  std::cout << parallel::plan::format_plan_report(plan, cfg);
   if (rec) std::cout << "\n" << parallel::plan::format_recommendation(*rec, cfg);
 }
 

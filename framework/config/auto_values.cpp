@@ -137,11 +137,11 @@ AutoBatch resolve_auto(json& doc, Problems& problems, std::vector<std::string>& 
           "given, else 1 (Hugging Face's default)");
     } else if (path == "fp16.enabled" || path == "bf16.enabled") {
       set(doc, path, false);
-      const std::string flag = path == "fp16.enabled" ? "--fp16" : "--bf16";
-      note(
-          fmt::format("auto: {} = false: nothing enables it (--set {}=true would, as Hugging "
-                      "Face's {} does)",
-                      path, path, flag));
+      (path == "fp16.enabled" ? batch.fp16_enabled : batch.bf16_enabled) = true;
+      note(fmt::format("auto: {} follows the device at start-up: bf16 on a GPU with bfloat16 "
+                       "(compute capability 8.0 or newer), fp16 with dynamic loss scaling on an "
+                       "older GPU, neither on the CPU (--set {}=true or false decides)",
+                       path, path));
     } else if (path == "scheduler.params.warmup_min_lr") {
       set(doc, path, 0);
       note("auto: scheduler.params.warmup_min_lr = 0, as Hugging Face sets it");

@@ -21,6 +21,10 @@ struct AutoBatch {
   bool train_batch_size = false;
   bool train_micro_batch_size_per_gpu = false;
   bool gradient_accumulation_steps = false;
+  // fp16.enabled / bf16.enabled were "auto" (false in the document): the device chooses the
+  // precision at start-up (train::resolve_device).
+  bool fp16_enabled = false;
+  bool bf16_enabled = false;
 };
 
 // Replaces or removes every "auto" of doc that Strata knows, noting each resolution; an "auto"

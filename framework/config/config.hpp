@@ -31,6 +31,8 @@ enum class ActivationDtype { automatic, f32 };
 // `fp16`: mixed precision with a (dynamic) loss scale.
 struct Fp16 {
   bool enabled = false;
+  // "enabled": "auto": chosen by the device at start-up (train::resolve_device); false until then.
+  bool automatic = false;
   double loss_scale = 0;                  // 0 = dynamic loss scaling
   std::int64_t initial_scale_power = 16;  // dynamic scale starts at 2^power
   std::int64_t loss_scale_window = 1000;  // steps without overflow before the scale doubles
@@ -46,6 +48,8 @@ struct Fp16 {
 // `bf16`: bfloat16 compute with fp32 master weights.
 struct Bf16 {
   bool enabled = false;
+  // "enabled": "auto": chosen by the device at start-up (train::resolve_device); false until then.
+  bool automatic = false;
 };
 
 // `optimizer`: type and params (only those meaningful for the type are accepted).
@@ -136,6 +140,14 @@ struct Aio {
   bool overlap_events = true;
 };
 
+// DeepSpeed's `tensorboard` and `csv_monitor`: the job's metrics written by rank 0 under
+// <output_path>/<job_name>/ (launcher/job/monitors.hpp).
+struct Monitor {
+  bool enabled = false;
+  std::string output_path;  // "" or null = "tensorboard" / "csv_monitor" in the working directory
+  std::string job_name = "DeepSpeedJobName";
+};
+
 // strata.memory.on_oom: what an out-of-memory error during a step's forward/backward does —
 // fail with the planner's advice, or recover (split the micro-batch, keep the global batch, redo
 // the step).
@@ -197,7 +209,9 @@ struct Comm {
 struct StrataSection {
   std::uint64_t seed = 1234;
   std::int64_t train_steps = 1000;
-  DeviceType device = DeviceType::cpu;
+  // strata.device: nullopt = "auto", which train::resolve_device makes the local GPU when one is
+  // usable and the CPU otherwise (framework/train/from_config.hpp).
+  std::optional<DeviceType> device;
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
   bool activation_checkpointing = false;
@@ -236,6 +250,7 @@ struct Config {
   Scheduler scheduler;
   Zero zero_optimization;
   Aio aio;
+  Monitor tensorboard, csv_monitor;
   StrataSection strata;
   // One line each: DeepSpeed keys accepted as no-ops ("ignored: ... : why"), old names read as
   // new ones, "auto" values resolved. Print them once (strata config check, train_gpt's rank 0).

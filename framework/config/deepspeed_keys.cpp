@@ -124,16 +124,12 @@ const DeepSpeedKey kKeys[] = {
     {"flops_profiler", K::object, off, "the profiler is not enabled", "the FLOPs profiler",
      kRemoveSection},
     {"autotuning", K::object, off, "the autotuner is not enabled", "the autotuner", kRemoveSection},
-    {"tensorboard", K::object, off, "it is not enabled", "logging to TensorBoard",
-     "remove the section or set its enabled to false (Strata logs to stdout and, with "
-     "--metrics, to a JSON-lines file)"},
-    {"wandb", K::object, off, "it is not enabled", "logging to Weights & Biases",
-     "remove the section or set its enabled to false (Strata logs to stdout and, with "
-     "--metrics, to a JSON-lines file)"},
+    {"wandb", K::object, off, "it is not enabled",
+     "logging to Weights & Biases, a service reached over the network (not available without "
+     "one)",
+     "remove the section or set its enabled to false; tensorboard and csv_monitor write the same "
+     "metrics to files (and --metrics to a JSON-lines file)"},
     {"comet", K::object, off, "it is not enabled", "logging to Comet",
-     "remove the section or set its enabled to false (Strata logs to stdout and, with "
-     "--metrics, to a JSON-lines file)"},
-    {"csv_monitor", K::object, off, "it is not enabled", "logging to CSV files",
      "remove the section or set its enabled to false (Strata logs to stdout and, with "
      "--metrics, to a JSON-lines file)"},
     {"comms_logger", K::object, off, "it is not enabled", "logging every communication call",

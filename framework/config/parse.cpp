@@ -546,11 +546,20 @@ void read_zero(const Reader& r, Zero& z, std::vector<std::string>& notes) {
   z.reduce_scatter = true;
   z.allgather_partitions = true;
 }
+// DeepSpeed writes "" for an unset output_path: read as unset.
+void read_monitor(const Reader& r, const std::string& name, Monitor& m) {
+  r.get(name + ".enabled", m.enabled);
+  const std::string path = name + ".output_path";
+  if (const json* v = r.at(path); !(v && v->is_string() && v->get<std::string>().empty()))
+    r.get(path, m.output_path);
+  r.get(name + ".job_name", m.job_name);
+}
 void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.seed", s.seed);
   r.get("strata.train_steps", s.train_steps, IntRange{1});
-  r.choice<DeviceType>("strata.device", s.device,
-                       {{"cpu", DeviceType::cpu}, {"cuda", DeviceType::cuda}});
+  r.choice<std::optional<DeviceType>>(
+      "strata.device", s.device,
+      {{"auto", std::nullopt}, {"cpu", DeviceType::cpu}, {"cuda", DeviceType::cuda}});
   r.get("strata.tensor_parallel_size", s.tensor_parallel_size, IntRange{1});
   r.get("strata.pipeline_parallel_size", s.pipeline_parallel_size, IntRange{1});
   r.get("strata.activation_checkpointing", s.activation_checkpointing);
@@ -642,6 +651,9 @@ Config check_config(const json& input, Problems& problems) {
                          "model's inputs to fp16 only when training in fp16; set fp16.enabled to "
                          "true or remove fp16.auto_cast");
   r.get("bf16.enabled", c.bf16.enabled);
+  // "auto" (false in the document): train::resolve_device chooses unless the other is enabled.
+  c.fp16.automatic = autos.fp16_enabled && !c.bf16.enabled;
+  c.bf16.automatic = autos.bf16_enabled && !c.fp16.enabled;
 
   read_optimizer(r, c.optimizer, c.notes);
   read_scheduler(r, c.scheduler, c.notes);
@@ -652,6 +664,8 @@ Config check_config(const json& input, Problems& problems) {
   r.get("aio.thread_count", c.aio.thread_count, IntRange{1, 1024});
   r.get("aio.single_submit", c.aio.single_submit);
   r.get("aio.overlap_events", c.aio.overlap_events);
+  read_monitor(r, "tensorboard", c.tensorboard);
+  read_monitor(r, "csv_monitor", c.csv_monitor);
 
   read_strata(r, c.strata);
   if (c.micro_batch_auto && c.train_batch_size == 0 && c.train_micro_batch_size_per_gpu == 0 &&

@@ -216,12 +216,30 @@ constexpr KeySpec kSchema[] = {
     {"aio.single_submit", K::boolean, "false",
      "Submit requests one at a time instead of in batches."},
     {"aio.overlap_events", K::boolean, "true", "Submit new requests while earlier ones complete."},
+    // ---- monitors (DeepSpeed's) ----
+    {"tensorboard", K::object, "{}",
+     "TensorBoard event files written by rank 0 under output_path/job_name: loss, validation "
+     "loss, learning rate, loss scale, gradient norm, tokens/s and peak memory per tier against "
+     "the samples trained (DeepSpeed's Train/Samples/... tags)."},
+    {"tensorboard.enabled", K::boolean, "false", "Write TensorBoard event files."},
+    {"tensorboard.output_path", K::string, "null",
+     "Folder holding the job's folder; null or \"\" = ./tensorboard.", true},
+    {"tensorboard.job_name", K::string, "\"DeepSpeedJobName\"", "The job's folder under output_path."},
+    {"csv_monitor", K::object, "{}",
+     "DeepSpeed's CSV files written by rank 0 under output_path/job_name: one file per metric "
+     "(Train_Samples_train_loss.csv, ...), rows \"step,value\" with the samples trained as step."},
+    {"csv_monitor.enabled", K::boolean, "false", "Write the CSV files."},
+    {"csv_monitor.output_path", K::string, "null",
+     "Folder holding the job's folder; null or \"\" = ./csv_monitor.", true},
+    {"csv_monitor.job_name", K::string, "\"DeepSpeedJobName\"", "The job's folder under output_path."},
     // ---- strata ----
     {"strata", K::object, "{}", "What DeepSpeed's schema lacks."},
     {"strata.seed", K::integer, "1234",
      "Seed of parameter initialisation and every random stream."},
     {"strata.train_steps", K::integer, "1000", "Optimizer steps to train."},
-    {"strata.device", K::string, "\"cpu\"", "\"cpu\" or \"cuda\" (each rank uses its local GPU)."},
+    {"strata.device", K::string, "\"auto\"",
+     "\"auto\" (the local GPU when one is usable, else the CPU; the choice is printed), \"cpu\" "
+     "or \"cuda\" (each rank uses its local GPU; an error where none is usable)."},
     {"strata.tensor_parallel_size", K::integer, "1",
      "Ranks that split each layer (Megatron tensor parallelism: heads, MLP and vocabulary; divides n_head and vocab_size; docs/parallelism.md)."},
     {"strata.pipeline_parallel_size", K::integer, "1",

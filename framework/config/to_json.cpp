@@ -169,7 +169,7 @@ json strata_json(const StrataSection& s) {
   return {
       {"seed", s.seed},
       {"train_steps", s.train_steps},
-      {"device", s.device == DeviceType::cuda ? "cuda" : "cpu"},
+      {"device", !s.device ? "auto" : *s.device == DeviceType::cuda ? "cuda" : "cpu"},
       {"tensor_parallel_size", s.tensor_parallel_size},
       {"pipeline_parallel_size", s.pipeline_parallel_size},
       {"activation_checkpointing", s.activation_checkpointing},
@@ -225,7 +225,8 @@ json to_json(const Config& c) {
   j["gradient_predivide_factor"] = c.gradient_predivide_factor;
   j["steps_per_print"] = c.steps_per_print;
   j["wall_clock_breakdown"] = c.wall_clock_breakdown;
-  j["fp16"] = {{"enabled", c.fp16.enabled},
+  const auto enabled = [](bool on, bool automatic) { return automatic ? json("auto") : json(on); };
+  j["fp16"] = {{"enabled", enabled(c.fp16.enabled, c.fp16.automatic)},
                {"loss_scale", c.fp16.loss_scale},
                {"initial_scale_power", c.fp16.initial_scale_power},
                {"loss_scale_window", c.fp16.loss_scale_window},
@@ -233,7 +234,7 @@ json to_json(const Config& c) {
                {"consecutive_hysteresis", c.fp16.consecutive_hysteresis},
                {"min_loss_scale", c.fp16.min_loss_scale},
                {"auto_cast", c.fp16.auto_cast}};
-  j["bf16"] = {{"enabled", c.bf16.enabled}};
+  j["bf16"] = {{"enabled", enabled(c.bf16.enabled, c.bf16.automatic)}};
   j["optimizer"] = optimizer_json(c.optimizer);
   j["scheduler"] = scheduler_json(c.scheduler);
   j["zero_optimization"] = zero_json(c.zero_optimization);
@@ -242,6 +243,10 @@ json to_json(const Config& c) {
               {"thread_count", c.aio.thread_count},
               {"single_submit", c.aio.single_submit},
               {"overlap_events", c.aio.overlap_events}};
+  for (const auto& [name, m] : {std::pair{"tensorboard", &c.tensorboard}, std::pair{"csv_monitor", &c.csv_monitor}})
+    j[name] = {{"enabled", m->enabled},
+               {"output_path", m->output_path.empty() ? json() : json(m->output_path)},
+               {"job_name", m->job_name}};
   j["strata"] = strata_json(c.strata);
   return j;
 }

@@ -1,5 +1,8 @@
 #include "framework/train/from_config.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include "framework/backend/cuda_runtime.hpp"
@@ -31,21 +34,85 @@ DType param_dtype(Precision p) {
   return p == Precision::bf16 ? DType::bf16 : p == Precision::fp16 ? DType::f16 : DType::f32;
 }
 
+namespace {
+
+// Why the GPUs here cannot run a job ("" when GPU 0 can): no CUDA in this build, none visible,
+// or no CUDA kernels in this build.
+std::string why_no_gpu() {
+  if (!cuda::compiled()) return "this Strata build has no CUDA support";
+  if (cuda::device_count() == 0) return fmt::format("no GPU is usable here ({})", cuda::describe_devices());
+  if (!ops::cuda_op_table()) return "this Strata build has no CUDA kernels";
+  return "";
+}
+
+// Whether GPU `d` computes in bfloat16 (compute capability 8.0 or newer).
+bool has_bf16(const cuda::DeviceProperties& p) { return p.major >= 8; }
+
+std::string gpu_name(int d, const cuda::DeviceProperties& p) {
+  return fmt::format("cuda:{} ({}, compute capability {}.{})", d, p.name.empty() ? "a GPU" : p.name,
+                     p.major, p.minor);
+}
+
+}  // namespace
+
 Device compute_device(const config::Config& cfg, int local_rank) {
   if (cfg.strata.device == DeviceType::cpu) return Device::cpu();
-  if (!cuda::compiled())
+  const std::string why = why_no_gpu();
+  if (!cfg.strata.device) {  // "auto"
+    if (!why.empty()) return Device::cpu();
+  } else if (!cuda::compiled()) {
     user_fail("config", "strata.device is \"cuda\" but this Strata build has no CUDA support: "
               "rebuild with -DSTRATA_WITH_CUDA=ON on a machine with the CUDA toolkit, or set "
-              "strata.device to \"cpu\"");
-  const int n = cuda::device_count();
-  if (n == 0)
+              "strata.device to \"cpu\" or \"auto\"");
+  } else if (cuda::device_count() == 0) {
     user_fail("config", "strata.device is \"cuda\" but no GPU is usable here ({}): run on a machine "
-              "with an NVIDIA GPU and its driver, or set strata.device to \"cpu\"",
+              "with an NVIDIA GPU and its driver, or set strata.device to \"cpu\" or \"auto\"",
               cuda::describe_devices());
-  if (!ops::cuda_op_table())
+  } else if (!ops::cuda_op_table()) {
     user_fail("config", "strata.device is \"cuda\" ({}) but this Strata build has no CUDA "
               "kernels yet: set strata.device to \"cpu\"", cuda::describe_devices());
-  return Device::cuda(local_rank % n);
+  }
+  const int d = local_rank % cuda::device_count();
+  const cuda::DeviceProperties p = cuda::device_properties(d);
+  if (cfg.bf16.enabled && !has_bf16(p))
+    user_fail("config", "bf16.enabled is true but {} has no bfloat16 arithmetic (it needs compute "
+              "capability 8.0): set fp16.enabled=true and bf16.enabled=false (float16 with dynamic "
+              "loss scaling), or bf16.enabled=\"auto\"", gpu_name(d, p));
+  return Device::cuda(d);
+}
+
+void resolve_device(config::Config& cfg, int local_rank) {
+  const bool was_auto = !cfg.strata.device;
+  const bool precision_auto = cfg.fp16.automatic || cfg.bf16.automatic;
+  // Where the job would run, to choose the precision before compute_device checks it.
+  const std::string why = why_no_gpu();
+  const bool gpu = cfg.strata.device == DeviceType::cuda || (was_auto && why.empty());
+  std::string precision_note;
+  if (precision_auto && !cfg.fp16.enabled && !cfg.bf16.enabled) {
+    if (!gpu) {
+      precision_note = "float32 on the CPU";
+    } else {
+      const int d = local_rank % std::max(1, cuda::device_count());
+      const cuda::DeviceProperties p = cuda::device_properties(d);
+      if (has_bf16(p)) {
+        cfg.bf16.enabled = true;
+        precision_note = fmt::format("bf16 ({} computes in bfloat16)", gpu_name(d, p));
+      } else {
+        cfg.fp16.enabled = true;
+        precision_note = fmt::format("fp16 with dynamic loss scaling ({} has no bfloat16)", gpu_name(d, p));
+      }
+    }
+  }
+  cfg.fp16.automatic = cfg.bf16.automatic = false;
+  const Device dev = compute_device(cfg, local_rank);  // the errors of "cuda" and of bf16
+  cfg.strata.device = dev.type;
+  if (was_auto)
+    cfg.notes.push_back(
+        dev.is_cuda()
+            ? fmt::format("strata.device \"auto\": the GPU {}", gpu_name(dev.index, cuda::device_properties(dev.index)))
+            : fmt::format("strata.device \"auto\": the CPU ({})", why));
+  if (!precision_note.empty())
+    cfg.notes.push_back(fmt::format("auto: {}.enabled: {}", cfg.fp16.enabled ? "fp16" : "bf16", precision_note));
 }
 
 DType activation_dtype(const config::Config& cfg) {

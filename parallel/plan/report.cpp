@@ -91,6 +91,15 @@ std::string format_recommendation(const Recommendation& r, const config::Config&
   return out;
 }
 
+std::string format_plan_report(const MemoryPlan& plan, const config::Config& cfg) {
+  return fmt::format(
+             "memory plan per rank: {} rank{}, micro-batch {} x accumulation {}, ZeRO stage {}{}\n",
+             plan.ranks, plan.ranks == 1 ? "" : "s", plan.micro_batch, plan.accumulation,
+             cfg.zero_optimization.stage,
+             cfg.strata.activation_checkpointing ? ", activation checkpointing" : "") +
+         format_plan(plan) + (plan.fits() ? "fits the caps\n" : "does NOT fit the caps\n");
+}
+
 nlohmann::json recommendation_json(const Recommendation& r) {
   nlohmann::json opts = nlohmann::json::array();
   for (std::size_t i = 0; i < r.options.size(); ++i) {
@@ -100,6 +109,7 @@ nlohmann::json recommendation_json(const Recommendation& r) {
     if (o.trial) {
       j["plan"] = plan_json(o.trial->plan);
       j["flags"] = o.trial->change.flags();
+      j["sets"] = o.trial->change.sets;
       j["relative_cost"] = o.relative;
       j["cost_seconds"] = {{"compute", o.cost.compute}, {"comm", o.cost.comm},
                            {"host", o.cost.host}, {"nvme", o.cost.nvme}};

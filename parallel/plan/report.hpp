@@ -10,6 +10,10 @@
 
 namespace strata::parallel::plan {
 
+// "memory plan per rank: 1 rank, micro-batch 16 x accumulation 1, ZeRO stage 0\n", the table
+// (format_plan) and "fits the caps\n" or "does NOT fit the caps\n": what `strata plan` prints.
+std::string format_plan_report(const MemoryPlan& plan, const config::Config& cfg);
+
 // "tier  category  peak" rows, each tier's total with its cap and whether it fits.
 std::string format_plan(const MemoryPlan& plan);
 

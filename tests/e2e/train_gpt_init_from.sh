@@ -79,9 +79,12 @@ same_weights "$work/a/ck/step_00000000" || die "step-0 weights are not the fixtu
 # The fine-tuned checkpoint exports with the source's Hugging Face config.
 "$strata" ckpt export "$work/a/ck" --output "$work/a_hf" >/dev/null || die "export of the fine-tuned run failed"
 grep -q '"bos_token_id": 50256' "$work/a_hf/config.json" || die "the export lost the source's config.json"
-# The console before step 1 is a short summary; the resolved config is in the log folder.
+# The console before step 1 is a short summary (the device "auto" chose among it, once); the
+# resolved config is in the log folder.
 before=$(sed -n '/^\(\[0\] \)\?step 1\//q;p' "$work/a/log" | wc -l)
-((before <= 15)) || die "$before lines before step 1 (want at most 15)"
+((before <= 16)) || die "$before lines before step 1 (want at most 16)"
+(($(grep -c 'config note: strata.device "auto": ' "$work/a/log") == 1)) ||
+  die "the device \"auto\" chose is not noted once"
 grep -q "config     resolved config: $work/a/logs/resolved_config.json" "$work/a/log" ||
   die "the summary does not say where the resolved config is"
 python3 -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['strata']['model']['n_head'] == 4" \

@@ -131,15 +131,20 @@ TEST(HuggingFaceAuto, CommandLineValuesTakeHuggingFacesDefaults) {
   EXPECT_DOUBLE_EQ(c.optimizer.betas[1], 0.95);
 }
 
-TEST(HuggingFaceAuto, PrecisionIsOffUnlessSet) {
+// "auto" precision is chosen by the device at start-up (train::resolve_device, tested in
+// test_train's DeviceChoice): off until then, kept as "auto" in the resolved config.
+TEST(HuggingFaceAuto, PrecisionFollowsTheDevice) {
   json doc = json::parse(R"({"train_micro_batch_size_per_gpu": 2, "fp16": {"enabled": "auto"},
       "bf16": {"enabled": "auto"}})");
   Config c = accepted(doc);
   EXPECT_FALSE(c.fp16.enabled);
   EXPECT_FALSE(c.bf16.enabled);
-  EXPECT_TRUE(has_note(c, "auto: fp16.enabled = false: nothing enables it"));
+  EXPECT_TRUE(c.fp16.automatic && c.bf16.automatic);
+  EXPECT_TRUE(has_note(c, "auto: fp16.enabled follows the device at start-up"));
   apply_override(doc, "bf16.enabled=true");
-  EXPECT_TRUE(accepted(doc).bf16.enabled);
+  c = accepted(doc);
+  EXPECT_TRUE(c.bf16.enabled);
+  EXPECT_FALSE(c.fp16.automatic || c.bf16.automatic);  // a value given wins over "auto"
 }
 
 TEST(HuggingFaceAuto, ZeroBucketsFromTheModelWidth) {
@@ -190,7 +195,7 @@ TEST(DeepSpeedNoOps, ChangeNothingAndAreNotedOnceEach) {
       "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
       "zero_optimization": {"stage": 3}})");
   const json noops = json::parse(R"({"train_micro_batch_size_per_gpu": 2,
-      "zero_allow_untested_optimizer": true, "tensorboard": {"enabled": false, "output_path": "x"},
+      "zero_allow_untested_optimizer": true, "comet": {"enabled": false, "project": "x"},
       "compression_training": {"weight_quantization": {"shared_parameters": {"enabled": false}}},
       "checkpoint": {"tag_validation": "Fail", "load_universal": false},
       "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": true,

@@ -285,7 +285,7 @@ const BadConfig kBad[] = {
      {"strata.model.dropout is 0.1; allowed: 0"}},
     {"DeviceGpu",
      "{" MICRO R"(, "strata": {"device": "gpu"}})",
-     {"strata.device is \"gpu\"; allowed: \"cpu\", \"cuda\""}},
+     {"strata.device is \"gpu\"; allowed: \"auto\", \"cpu\", \"cuda\""}},
     {"EmptyDir",
      "{" MICRO R"(, "strata": {"checkpoint": {"dir": ""}}})",
      {"strata.checkpoint.dir is \"\"; allowed: a non-empty string or null"}},

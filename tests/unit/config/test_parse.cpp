@@ -45,7 +45,7 @@ TEST(ConfigParse, MinimalConfigTakesEveryDefault) {
   EXPECT_TRUE(c.fp16.dynamic());
   EXPECT_EQ(c.aio.block_size, 1048576);
   EXPECT_EQ(c.strata.seed, 1234u);
-  EXPECT_EQ(c.strata.device, DeviceType::cpu);
+  EXPECT_FALSE(c.strata.device.has_value());  // "auto"
   EXPECT_FALSE(c.strata.memory.device_limit.has_value());
   EXPECT_EQ(c.strata.checkpoint.resume, "auto");
   EXPECT_DOUBLE_EQ(c.strata.comm.timeout_s, 300);

@@ -1,4 +1,4 @@
-// How train_gpt starts: resume its own checkpoint, or (--init-from) a new run from pretrained
+// How a GPT job (train_gpt, the Python package) starts: resume its own checkpoint, or (--init-from) a new run from pretrained
 // weights — a Strata checkpoint, a Hugging Face GPT-2 (safetensors) or an HDF5 export — with
 // fresh optimizer state at step 0; and (--save-initial) the step-0 weights saved before training.
 #pragma once
@@ -10,7 +10,7 @@
 #include "framework/config/config.hpp"
 #include "parallel/comm/group.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 struct StartOptions {
   std::string init_from;    // "" = none
@@ -30,4 +30,4 @@ void check_start_options(const config::Config& cfg, const StartOptions& o);
 std::int64_t start_training(const config::Config& cfg, const parallel::Group& world,
                             parallel::CheckpointPolicy& checkpoints, const StartOptions& o);
 
-}  // namespace strata::examples
+}  // namespace strata::job

@@ -1,4 +1,4 @@
-#include "examples/train_gpt/init_from.hpp"
+#include "launcher/job/init_from.hpp"
 
 #include <stdlib.h>
 
@@ -14,7 +14,7 @@
 #include "framework/core/json_limits.hpp"
 #include "parallel/engine/rank_agreement.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 namespace {
 
@@ -168,4 +168,4 @@ std::int64_t start_training(const config::Config& cfg, const parallel::Group& wo
   return start;
 }
 
-}  // namespace strata::examples
+}  // namespace strata::job

@@ -1,4 +1,4 @@
-#include "examples/train_gpt/progress.hpp"
+#include "launcher/job/progress.hpp"
 
 #include <cmath>
 
@@ -7,7 +7,7 @@
 
 #include "framework/memory/size.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -69,4 +69,4 @@ std::string metrics_path(const std::string& pattern, int rank) {
   return out;
 }
 
-}  // namespace strata::examples
+}  // namespace strata::job

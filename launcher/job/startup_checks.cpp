@@ -1,9 +1,9 @@
-#include "examples/train_gpt/startup_checks.hpp"
+#include "launcher/job/startup_checks.hpp"
 
-#include "examples/train_gpt/metrics_file.hpp"
+#include "launcher/job/metrics_file.hpp"
 #include "framework/core/output_path.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 void check_outputs(const config::Config& cfg, const std::string& metrics_path) {
   if (!cfg.strata.checkpoint.dir.empty())
@@ -12,4 +12,4 @@ void check_outputs(const config::Config& cfg, const std::string& metrics_path) {
   MetricsFile::check(metrics_path);
 }
 
-}  // namespace strata::examples
+}  // namespace strata::job

@@ -1,4 +1,4 @@
-#include "examples/train_gpt/metrics_file.hpp"
+#include "launcher/job/metrics_file.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "framework/core/error.hpp"
 #include "framework/core/output_path.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 void MetricsFile::check(const std::string& path) {
   if (path.empty()) return;
@@ -43,4 +43,4 @@ void MetricsFile::write_line(const std::string& line) {
   }
 }
 
-}  // namespace strata::examples
+}  // namespace strata::job

@@ -1,4 +1,4 @@
-// What train_gpt tells the user before the first step: the run's log folder with the resolved
+// What a GPT job (train_gpt, the Python package) tells the user before the first step: the run's log folder with the resolved
 // configuration written into it, and a short console summary (world, model, batch, optimizer,
 // ZeRO/offload, model-state memory measured against the ZeRO prediction, where the config went).
 #pragma once
@@ -9,7 +9,7 @@
 #include "framework/nn/gpt.hpp"
 #include "parallel/engine/training.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 inline constexpr const char* kResolvedConfigFile = "resolved_config.json";
 
@@ -33,4 +33,4 @@ struct SummaryInputs {
 // The summary, ~10 lines ending in a newline.
 std::string run_summary(const SummaryInputs& in);
 
-}  // namespace strata::examples
+}  // namespace strata::job

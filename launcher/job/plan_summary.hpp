@@ -1,4 +1,4 @@
-// train_gpt's memory plan lines: the planner's per-rank peaks per tier printed at start-up (before
+// A GPT job's memory plan lines: the planner's per-rank peaks per tier printed at start-up (before
 // anything is allocated), and at the end the same beside the peaks the run measured.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "parallel/plan/planner.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 // "plan       per rank before allocating: device 82.14 MiB (activations 69.29 MiB, ...), ..."
 std::string plan_summary(const parallel::plan::MemoryPlan& plan);
@@ -17,4 +17,4 @@ std::string plan_summary(const parallel::plan::MemoryPlan& plan);
 std::string plan_versus_measured(const parallel::plan::MemoryPlan& plan,
                                  const std::array<std::uint64_t, kNumTiers>& measured);
 
-}  // namespace strata::examples
+}  // namespace strata::job

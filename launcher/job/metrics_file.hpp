@@ -1,11 +1,11 @@
-// train_gpt's --metrics file: one JSON line per step, appended by a resumed run. A write that
+// A GPT job's metrics file (train_gpt's --metrics): one JSON line per step, appended by a resumed run. A write that
 // fails (a full disk, /dev/full) is an error at once, not a silently shorter file.
 #pragma once
 
 #include <cstdio>
 #include <string>
 
-namespace strata::examples {
+namespace strata::job {
 
 class MetricsFile {
  public:
@@ -29,4 +29,4 @@ class MetricsFile {
   std::FILE* f_ = nullptr;
 };
 
-}  // namespace strata::examples
+}  // namespace strata::job

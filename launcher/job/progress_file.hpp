@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace strata::examples {
+namespace strata::job {
 
 class ProgressFile {
  public:
@@ -28,4 +28,4 @@ class ProgressFile {
   bool warned_ = false;
 };
 
-}  // namespace strata::examples
+}  // namespace strata::job

@@ -1,4 +1,4 @@
-// Progress reporting for train_gpt: the console line every steps_per_print and one JSON line per
+// Progress reporting for a GPT job (train_gpt, the Python package): the console line every steps_per_print and one JSON line per
 // step for --metrics (fields: docs/metrics.md).
 #pragma once
 
@@ -10,7 +10,7 @@
 #include "framework/memory/ledger.hpp"
 #include "framework/train/trainer.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 struct StepReport {
   std::int64_t step = 0, total = 0;
@@ -33,4 +33,4 @@ std::string metrics_json(const StepReport& r, const MemorySnapshot& mem);
 // without "{rank}", `pattern` on rank 0 and "" (none) elsewhere.
 std::string metrics_path(const std::string& pattern, int rank);
 
-}  // namespace strata::examples
+}  // namespace strata::job

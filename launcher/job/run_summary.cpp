@@ -1,4 +1,4 @@
-#include "examples/train_gpt/run_summary.hpp"
+#include "launcher/job/run_summary.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include "offload/factory.hpp"
 #include "parallel/zero/zero_memory.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 namespace fs = std::filesystem;
 
@@ -105,4 +105,4 @@ std::string run_summary(const SummaryInputs& in) {
   return s;
 }
 
-}  // namespace strata::examples
+}  // namespace strata::job

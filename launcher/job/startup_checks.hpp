@@ -1,4 +1,4 @@
-// train_gpt's checks of its arguments before any work (and before the ranks connect): where
+// A GPT job's checks of its arguments before any work (and before the ranks connect): where
 // checkpoints and metrics go must be usable, so a bad path fails at start-up with one line, not
 // at the first save after minutes of training.
 #pragma once
@@ -7,10 +7,10 @@
 
 #include "framework/config/config.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 // UserError naming the first unusable path: strata.checkpoint.dir (must be a directory or
 // creatable, and take new files) and the --metrics file.
 void check_outputs(const config::Config& cfg, const std::string& metrics_path);
 
-}  // namespace strata::examples
+}  // namespace strata::job

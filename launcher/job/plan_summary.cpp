@@ -1,10 +1,10 @@
-#include "examples/train_gpt/plan_summary.hpp"
+#include "launcher/job/plan_summary.hpp"
 
 #include <fmt/format.h>
 
 #include "framework/memory/size.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 namespace {
 constexpr Tier kTiers[] = {Tier::device, Tier::host, Tier::nvme};
@@ -46,4 +46,4 @@ std::string plan_versus_measured(const parallel::plan::MemoryPlan& plan,
   return s;
 }
 
-}  // namespace strata::examples
+}  // namespace strata::job

@@ -1,4 +1,4 @@
-#include "examples/train_gpt/progress_file.hpp"
+#include "launcher/job/progress_file.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "framework/core/error.hpp"
 
-namespace strata::examples {
+namespace strata::job {
 
 std::optional<ProgressFile> ProgressFile::from_env(int world_rank) {
   const char* dir = std::getenv("STRATA_PROGRESS_DIR");
@@ -42,4 +42,4 @@ void ProgressFile::write(const std::string& text) {
   }
 }
 
-}  // namespace strata::examples
+}  // namespace strata::job
