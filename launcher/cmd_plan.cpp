@@ -8,6 +8,7 @@
 
 #include "framework/config/cli_options.hpp"
 #include "framework/config/config.hpp"
+#include "framework/train/from_config.hpp"
 #include "launcher/commands.hpp"
 #include "parallel/plan/auto_micro_batch.hpp"
 #include "parallel/plan/recommend.hpp"
@@ -26,6 +27,8 @@ struct PlanArgs {
 
 void run_plan(const PlanArgs& a) {
   config::Config cfg = a.options.load();
+  // The job as it would run: "auto" device and precision resolved (bf16 halves what f32 holds).
+  train::resolve_device_for_plan(cfg);
   const auto model = parallel::plan::gpt_model();  // train_gpt's model (strata.model)
   parallel::plan::resolve_auto_micro_batch(cfg, a.ranks, model);
   config::resolve_batch(cfg, config::data_parallel_size(cfg, a.ranks));

@@ -115,6 +115,22 @@ void resolve_device(config::Config& cfg, int local_rank) {
     cfg.notes.push_back(fmt::format("auto: {}.enabled: {}", cfg.fp16.enabled ? "fp16" : "bf16", precision_note));
 }
 
+void resolve_device_for_plan(config::Config& cfg) {
+  // "cuda" where no GPU is usable: a plan for a GPU elsewhere (a laptop planning for Colab).
+  if (cfg.strata.device == DeviceType::cuda && !why_no_gpu().empty()) {
+    if ((cfg.fp16.automatic || cfg.bf16.automatic) && !cfg.fp16.enabled && !cfg.bf16.enabled) {
+      cfg.bf16.enabled = true;
+      cfg.notes.push_back(
+          "auto: bf16.enabled: planned as bf16, for a GPU with bfloat16 (compute capability 8.0 or "
+          "newer; no GPU is usable here to ask); a GPU without it (a T4) trains in fp16: "
+          "--set fp16.enabled=true plans that");
+    }
+    cfg.fp16.automatic = cfg.bf16.automatic = false;
+    return;
+  }
+  resolve_device(cfg);  // where it would run here, as train_gpt resolves it
+}
+
 DType activation_dtype(const config::Config& cfg) {
   if (cfg.strata.activation_dtype == config::ActivationDtype::f32) return DType::f32;
   return param_dtype(precision_of(cfg));

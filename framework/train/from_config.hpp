@@ -23,6 +23,11 @@ Device compute_device(const config::Config& cfg, int local_rank = 0);
 // GPU with bfloat16, fp16 (dynamic loss scaling) on an older GPU, float32 on the CPU. Throws
 // compute_device's errors.
 void resolve_device(config::Config& cfg, int local_rank = 0);
+// resolve_device for a memory plan (strata plan, the Python package's strata.plan): the plan is of
+// the job as it would run here — "auto" and "auto" precision resolved as train_gpt resolves them —
+// except that "cuda" where no GPU is usable is a plan for a GPU elsewhere, not an error: "auto"
+// precision is then planned as bf16 (a note says so and how to plan fp16 instead).
+void resolve_device_for_plan(config::Config& cfg);
 // The dtype of activations and activation gradients (strata.activation_dtype).
 DType activation_dtype(const config::Config& cfg);
 TrainerOptions trainer_options(const config::Config& cfg);

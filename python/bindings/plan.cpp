@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "framework/config/config.hpp"
+#include "framework/train/from_config.hpp"
 #include "parallel/plan/auto_micro_batch.hpp"
 #include "parallel/plan/recommend.hpp"
 #include "parallel/plan/report.hpp"
@@ -19,6 +20,7 @@ void register_plan(py::module_& m) {
         {
           py::gil_scoped_release release;
           config::Config cfg = config::parse_config(nlohmann::json::parse(doc_text), source);
+          train::resolve_device_for_plan(cfg);  // as `strata plan`: the job as it would run
           const auto model = parallel::plan::gpt_model();
           parallel::plan::resolve_auto_micro_batch(cfg, ranks, model);
           config::resolve_batch(cfg, config::data_parallel_size(cfg, ranks));

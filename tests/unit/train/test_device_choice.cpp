@@ -7,6 +7,7 @@
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/backend/ops/op_table.hpp"
 #include "framework/config/config.hpp"
+#include "framework/config/overrides.hpp"
 #include "framework/train/from_config.hpp"
 
 namespace strata {
@@ -105,6 +106,45 @@ TEST(DeviceChoice, Bf16OnAGpuWithoutBfloat16NamesFp16) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("fp16.enabled=true"), std::string::npos) << e.what();
   }
+}
+
+// A memory plan is of the job as it would run here: "auto" resolved as train_gpt resolves it.
+TEST(DeviceChoice, APlanResolvesAutoAsTheRunDoes) {
+  const std::string text =
+      R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"}})";
+  config::Config run = parse(text), plan = parse(text);
+  train::resolve_device(run);
+  train::resolve_device_for_plan(plan);
+  EXPECT_EQ(plan.strata.device, run.strata.device);
+  EXPECT_EQ(plan.bf16.enabled, run.bf16.enabled);
+  EXPECT_EQ(plan.fp16.enabled, run.fp16.enabled);
+  EXPECT_EQ(plan.notes, run.notes);
+}
+
+// "cuda" where no GPU is usable: a plan for a GPU elsewhere (not the run's error), "auto" precision
+// planned as bf16 with a note whose advice plans fp16 when followed.
+TEST(DeviceChoice, APlanForAGpuElsewhereAssumesBf16AndSaysHowToPlanFp16) {
+  if (gpu_usable()) GTEST_SKIP() << "a GPU is usable here: " << cuda::describe_devices();
+  const std::string text =
+      R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"},
+          "strata": {"device": "cuda"}})";
+  config::Config c = parse(text);
+  train::resolve_device_for_plan(c);
+  EXPECT_EQ(c.strata.device, DeviceType::cuda);
+  EXPECT_TRUE(c.bf16.enabled);
+  EXPECT_FALSE(c.fp16.enabled || c.bf16.automatic || c.fp16.automatic);
+  ASSERT_TRUE(has_note(c, "--set fp16.enabled=true plans that"));
+  // The note's advice, followed literally.
+  nlohmann::json doc = nlohmann::json::parse(text);
+  config::apply_override(doc, "fp16.enabled=true");
+  config::Config fp16 = config::parse_config(doc);
+  train::resolve_device_for_plan(fp16);
+  EXPECT_TRUE(fp16.fp16.enabled);
+  EXPECT_FALSE(fp16.bf16.enabled);
+  // An explicit precision is kept as it is.
+  config::Config f32 = parse(R"({"train_micro_batch_size_per_gpu": 2, "strata": {"device": "cuda"}})");
+  train::resolve_device_for_plan(f32);
+  EXPECT_FALSE(f32.bf16.enabled || f32.fp16.enabled);
 }
 
 }  // namespace test_device_choice
