@@ -11,6 +11,7 @@
 #include "framework/memory/size.hpp"
 #include "offload/value_shard_store.hpp"
 #include "tests/dist/comm/dist_env.hpp"
+#include "tests/dist/engine/grad_sizes.hpp"
 #include "tests/dist/engine/zero_fixture.hpp"
 #include "tests/unit/offload/offload_test_util.hpp"
 
@@ -33,23 +34,11 @@ config::Config with_offload(config::Config cfg, OffloadDevice d, const std::stri
   return cfg;
 }
 
-// Bytes of the largest unit's full gradient buffer, of unit 0's (open through all of backward:
-// the tied head), and of every unit's.
-struct GradSizes {
-  double biggest = 0, first = 0, all = 0;
-  explicit GradSizes(const nn::ParamStore& s) {
-    const double e = static_cast<double>(dtype_size(s.options().grad_dtype));
-    for (std::size_t u = 0; u < s.num_units(); ++u) {
-      const double b = static_cast<double>(s.layout(u).padded) * e;
-      biggest = std::max(biggest, b);
-      all += b;
-    }
-    first = static_cast<double>(s.layout(0).padded) * e;
-  }
-  // The unit being computed, the previous unit's reduction in flight, unit 0, plus slack of three
-  // units for the transport's late release of completed collectives (test_zero_grad_window.cpp).
-  double window() const { return 5 * biggest + first; }
-};
+using test_util::GradSizes;
+// The device's gradient window: the unit being computed, the previous unit's reduction in flight,
+// unit 0, plus slack of three units for the transport's late release of completed collectives
+// (test_zero_grad_window.cpp).
+constexpr int kWindowUnits = 5;
 
 struct Case {
   int stage;
@@ -80,7 +69,7 @@ TEST_P(GradOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
   ASSERT_TRUE(cpu.store.grads_offloaded());
   ASSERT_TRUE(nvme.store.grads_offloaded());
   const GradSizes sz(none.store);
-  ASSERT_GT(sz.all, 1.5 * sz.window()) << "test setup: the window must be well below the model";
+  ASSERT_GT(sz.all, 1.5 * sz.window(kWindowUnits)) << "test setup: the window must be well below the model";
   BatchFeed f0{N, w.rank(), b, c.block_size, c.vocab_size}, f1 = f0, f2 = f0;
   for (int s = 0; s < steps; ++s) {
     l_cpu.reset_peaks();
@@ -94,7 +83,7 @@ TEST_P(GradOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
     ASSERT_EQ(n.result.grad_norm, a.result.grad_norm) << "nvme, step " << s;
     for (auto* l : {&l_cpu, &l_nvme}) {
       EXPECT_EQ(l->current(Tier::device, Category::grads), 0u) << "step " << s;
-      EXPECT_LE(static_cast<double>(l->peak(Tier::device, Category::grads)), sz.window())
+      EXPECT_LE(static_cast<double>(l->peak(Tier::device, Category::grads)), sz.window(kWindowUnits))
           << "step " << s << ": more than the in-flight window on the device (whole model "
           << format_bytes(static_cast<std::uint64_t>(sz.all)) << ")";
       EXPECT_GT(l->peak(Tier::device, Category::grads), 0u);
@@ -130,7 +119,7 @@ TEST_P(GradOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
                 N, stage, accum, std::string(dtype_name(dt)).c_str(), overlap ? "" : " no-overlap",
                 steps, format_bytes(l_cpu.peak(Tier::device, Category::grads)).c_str(),
                 format_bytes(l_nvme.peak(Tier::device, Category::grads)).c_str(),
-                format_bytes(static_cast<std::uint64_t>(sz.window())).c_str(),
+                format_bytes(static_cast<std::uint64_t>(sz.window(kWindowUnits))).c_str(),
                 format_bytes(static_cast<std::uint64_t>(sz.all)).c_str(),
                 format_bytes(st.bytes_read).c_str(), format_bytes(st.bytes_written).c_str());
 }

@@ -19,6 +19,7 @@
 #include "framework/optim/optimizers/lion.hpp"
 #include "offload/value_shard_store.hpp"
 #include "tests/dist/comm/dist_env.hpp"
+#include "tests/dist/engine/grad_sizes.hpp"
 #include "tests/dist/engine/test_resume_fixture.hpp"
 #include "tests/unit/offload/offload_test_util.hpp"
 
@@ -49,23 +50,12 @@ parallel::TrainingExtras staged(MemoryLedger* l) {
   return e;
 }
 
-// Bytes of the largest unit's full gradient buffer, of unit 0's and of every unit's.
-struct GradSizes {
-  double biggest = 0, first = 0, all = 0;
-  explicit GradSizes(const nn::ParamStore& s) {
-    const double e = static_cast<double>(dtype_size(s.options().grad_dtype));
-    for (std::size_t u = 0; u < s.num_units(); ++u) {
-      const double b = static_cast<double>(s.layout(u).padded) * e;
-      biggest = std::max(biggest, b);
-      all += b;
-    }
-    first = static_cast<double>(s.layout(0).padded) * e;
-  }
-  // The unit being computed, the previous one's reduction, the one before landing in host memory
-  // (and, accumulating, the stored slice come up beside it), unit 0 (open through backward), and
-  // the same slack as without staging for the transport's late release (test_grad_offload.cpp).
-  double window() const { return 7 * biggest + first; }
-};
+using test_util::GradSizes;
+// The device's gradient window: the unit being computed, the previous one's reduction, the one
+// before landing in host memory (and, accumulating, the stored slice come up beside it), unit 0
+// (open through backward), and the same slack as without staging for the transport's late release
+// (test_grad_offload.cpp).
+constexpr int kWindowUnits = 7;
 
 struct Case {
   int stage;
@@ -97,7 +87,7 @@ TEST_P(StagedOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
                staged(&l_nvme));
   ASSERT_TRUE(cpu.store.options().host_staging && cpu.store.grads_offloaded());
   const GradSizes sz(none.store);
-  ASSERT_GT(sz.all, 1.5 * sz.window()) << "test setup: the window must be well below the model";
+  ASSERT_GT(sz.all, 1.5 * sz.window(kWindowUnits)) << "test setup: the window must be well below the model";
   BatchFeed f0{N, w.rank(), b, c.block_size, c.vocab_size}, f1 = f0, f2 = f0;
   for (int s = 0; s < steps; ++s) {
     l_cpu.reset_peaks();
@@ -111,7 +101,7 @@ TEST_P(StagedOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
     ASSERT_EQ(n.result.grad_norm, a.result.grad_norm) << "nvme, step " << s;
     for (auto* l : {&l_cpu, &l_nvme}) {
       EXPECT_EQ(l->current(Tier::device, Category::grads), 0u) << "step " << s;
-      EXPECT_LE(static_cast<double>(l->peak(Tier::device, Category::grads)), sz.window())
+      EXPECT_LE(static_cast<double>(l->peak(Tier::device, Category::grads)), sz.window(kWindowUnits))
           << "step " << s << ": more than the staged window on the device (whole model "
           << format_bytes(static_cast<std::uint64_t>(sz.all)) << ")";
       // The update's values went through the pinned staging buffers.
@@ -131,7 +121,7 @@ TEST_P(StagedOffload, BitwiseLikeOnDeviceAndDeviceHoldsOnlyTheWindow) {
                 N, stage, accum, std::string(dtype_name(dt)).c_str(), overlap ? "" : " no-overlap",
                 steps, format_bytes(l_cpu.peak(Tier::device, Category::grads)).c_str(),
                 format_bytes(l_nvme.peak(Tier::device, Category::grads)).c_str(),
-                format_bytes(static_cast<std::uint64_t>(sz.window())).c_str(),
+                format_bytes(static_cast<std::uint64_t>(sz.window(kWindowUnits))).c_str(),
                 format_bytes(static_cast<std::uint64_t>(sz.all)).c_str());
 }
 
