@@ -10,14 +10,11 @@
 #include "framework/core/error.hpp"
 #include "framework/optim/chunked.hpp"
 #include "framework/optim/quantize.hpp"
+#include "framework/optim/update_kernels.hpp"
 
 namespace strata::optim {
 
-namespace {
-
-struct LionConsts {
-  float gs, b1, c1, b2, c2, decay, lr;
-};
+namespace detail {
 
 LionConsts lion_consts(const LionHyper& h, std::int64_t step, float grad_scale) {
   validate(h);
@@ -30,6 +27,13 @@ LionConsts lion_consts(const LionHyper& h, std::int64_t step, float grad_scale) 
           static_cast<float>(1.0 - h.lr * h.weight_decay),
           static_cast<float>(h.lr)};
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::LionConsts;
+using detail::lion_consts;
 
 inline float sign_of(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
 

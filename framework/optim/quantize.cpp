@@ -304,6 +304,11 @@ const std::array<float, 256>& quant_values(QuantMap map) { return code(map).by_b
 
 std::vector<float> quant_sorted_values(QuantMap map) { return code(map).sorted; }
 
+std::vector<float> quant_thresholds(QuantMap map) {
+  const std::vector<float>& t = code(map).thresholds;
+  return {t.begin(), t.end() - 1};  // without the +inf sentinel
+}
+
 float quantize_block_on(SimdPath path, QuantMap map, const float* x, std::size_t n,
                         std::uint8_t* codes) {
   check_path(path);

@@ -29,6 +29,13 @@ enum class QuantMap { signed_dynamic, unsigned_dynamic };
 const std::array<float, 256>& quant_values(QuantMap map);
 // The code's values in increasing order (tests, documentation).
 std::vector<float> quant_sorted_values(QuantMap map);
+// The thresholds between the code's magnitudes P[0] = 0 < P[1] < ... < P[K] = 1 (K = 128 signed,
+// 255 unsigned), increasing: T[j] is the midpoint of P[j] and P[j+1] rounded down to f32. The
+// byte of y = x / absmax is found from mi = #{j : |y| > T[j]}, compared as the bit patterns of
+// |y| and T[j] (so |y| NaN or above 1 gives mi = K): unsigned byte mi; signed byte
+// (y's sign bit ? max(127 - mi, 0) : 127 + mi) ^ 127. Every quantizer path computes exactly this
+// (the CUDA backend's 8-bit kernels search these thresholds).
+std::vector<float> quant_thresholds(QuantMap map);
 
 // Quantizes n <= kQuantBlock values that share one block: returns their absmax = max |x| and
 // writes codes[i] = the byte whose value is nearest to x[i] / absmax (ties go to the smaller

@@ -13,6 +13,7 @@
 namespace strata::optim {
 struct AdamWHyper;  // adamw.hpp
 struct SGDHyper;    // sgd.hpp
+struct LionHyper;   // lion.hpp
 }  // namespace strata::optim
 
 namespace strata::optim::detail {
@@ -44,11 +45,24 @@ struct SgdConsts {
   float neg_lr;  // f(-lr)
 };
 
+// Lion's scalars of one step (lion.hpp); Lion8bit's parameters without decay take decay = 1.
+struct LionConsts {
+  float gs;     // grad_scale
+  float b1;     // f(b1)
+  float c1;     // f(1 - b1)
+  float b2;     // f(b2)
+  float c2;     // f(1 - b2)
+  float decay;  // f(1 - lr*wd)
+  float lr;     // f(lr)
+};
+
 // The scalars of one step exactly as adamw.cpp / sgd.cpp compute them for their kernels (they
 // validate h and throw on step < 1 as the updates do): exposed so that another backend (the CUDA
 // kernels of backend/cuda/ops/optimizer.cu) runs on the very same float32 constants.
 AdamWConsts adamw_consts(const AdamWHyper& h, std::int64_t step, float grad_scale);
 SgdConsts sgd_consts(const SGDHyper& h, std::int64_t step, float grad_scale);
+// The same for lion.cpp's Lion and Lion8bit (validates h, throws on step < 1).
+LionConsts lion_consts(const LionHyper& h, std::int64_t step, float grad_scale);
 
 struct UpdateKernels {
   void (*adamw)(float* p, const float* g, float* m, float* v, std::size_t n, const AdamWConsts& c);

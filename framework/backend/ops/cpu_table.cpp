@@ -291,6 +291,11 @@ bool has_inf_or_nan(const Tensor& x) {
   return precision::has_inf_or_nan(static_cast<const std::uint16_t*>(x.raw()), n, x.dtype());
 }
 
+std::uint16_t* p16_or_null(const Tensor& param16) {
+  return param16.defined() ? static_cast<std::uint16_t*>(param16.raw()) : nullptr;
+}
+DType dt16_of(const Tensor& param16) { return param16.defined() ? param16.dtype() : DType::bf16; }
+
 void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const Tensor& v,
                 const optim::AdamWHyper& h, std::int64_t step, float grad_scale,
                 const Tensor& param16) {
@@ -314,6 +319,35 @@ void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
                           static_cast<std::uint16_t*>(param16.raw()), param16.dtype());
   else
     optim::sgd_step(f32(master), g32.get(), buf, n, h, step, grad_scale);
+}
+
+void lion_step(const Tensor& master, const Tensor& grad, const Tensor& m,
+               const optim::LionHyper& h, std::int64_t step, float grad_scale,
+               const Tensor& param16) {
+  In32 g32(grad);
+  optim::lion_step(f32(master), g32.get(), f32(m), static_cast<std::size_t>(master.numel()), h,
+                   step, grad_scale, p16_or_null(param16), dt16_of(param16));
+}
+
+// The 8-bit kernels widen a 16-bit gradient block by block themselves (no f32 copy).
+void adamw8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                    const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                    std::span<const optim::DecayRun> runs, const optim::AdamWHyper& h,
+                    std::int64_t step, float grad_scale, const Tensor& param16) {
+  const optim::Quant8Moments q{static_cast<std::uint8_t*>(m_codes.raw()),
+                               static_cast<std::uint8_t*>(v_codes.raw()), f32(m_absmax),
+                               f32(v_absmax)};
+  optim::adamw8bit_step(f32(master), grad.raw(), q, static_cast<std::size_t>(master.numel()), runs,
+                        h, step, grad_scale, p16_or_null(param16), dt16_of(param16), grad.dtype());
+}
+
+void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                   const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
+                   const optim::LionHyper& h, std::int64_t step, float grad_scale,
+                   const Tensor& param16) {
+  optim::lion8bit_step(f32(master), grad.raw(), static_cast<std::uint8_t*>(m_codes.raw()),
+                       f32(m_absmax), static_cast<std::size_t>(master.numel()), runs, h, step,
+                       grad_scale, p16_or_null(param16), dt16_of(param16), grad.dtype());
 }
 
 }  // namespace

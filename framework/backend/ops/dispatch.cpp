@@ -39,6 +39,9 @@ void check_complete(const OpTable& t) {
       STRATA_OP_ENTRY(has_inf_or_nan),
       STRATA_OP_ENTRY(adamw_step),
       STRATA_OP_ENTRY(sgd_step),
+      STRATA_OP_ENTRY(lion_step),
+      STRATA_OP_ENTRY(adamw8bit_step),
+      STRATA_OP_ENTRY(lion8bit_step),
   };
 #undef STRATA_OP_ENTRY
   // One entry per function pointer of OpTable: a new op added there without a line here fails

@@ -141,6 +141,19 @@ void sgd_step(const Tensor&, const Tensor& grad, const Tensor&, const optim::SGD
   In32 g32(grad);
 }
 
+void lion_step(const Tensor&, const Tensor& grad, const Tensor&, const optim::LionHyper&,
+               std::int64_t, float, const Tensor&) {
+  In32 g32(grad);
+}
+
+// The 8-bit kernels widen 16-bit gradients block by block: nothing to charge.
+void adamw8bit_step(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                    const Tensor&, std::span<const optim::DecayRun>, const optim::AdamWHyper&,
+                    std::int64_t, float, const Tensor&) {}
+void lion8bit_step(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                   std::span<const optim::DecayRun>, const optim::LionHyper&, std::int64_t, float,
+                   const Tensor&) {}
+
 }  // namespace
 
 const OpTable& meta_op_table() {

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "framework/core/tensor.hpp"
 #include "framework/optim/adamw.hpp"
+#include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/lion.hpp"
 #include "framework/optim/sgd.hpp"
 
 namespace strata::ops {
@@ -60,6 +63,17 @@ struct OpTable {
   void (*sgd_step)(const Tensor& master, const Tensor& grad, const Tensor& momentum,
                    const optim::SGDHyper& h, std::int64_t step, float grad_scale,
                    const Tensor& param16) = nullptr;
+  void (*lion_step)(const Tensor& master, const Tensor& grad, const Tensor& m,
+                    const optim::LionHyper& h, std::int64_t step, float grad_scale,
+                    const Tensor& param16) = nullptr;
+  void (*adamw8bit_step)(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                         const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                         std::span<const optim::DecayRun> runs, const optim::AdamWHyper& h,
+                         std::int64_t step, float grad_scale, const Tensor& param16) = nullptr;
+  void (*lion8bit_step)(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                        const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
+                        const optim::LionHyper& h, std::int64_t step, float grad_scale,
+                        const Tensor& param16) = nullptr;
 };
 
 // The table for a device: the CPU backend's, or the CUDA backend's when this build has one
@@ -83,7 +97,7 @@ void check_complete(const OpTable& table);
   X(embedding_forward) X(embedding_backward) X(cross_entropy_forward) X(cross_entropy_backward) \
   X(row_max) X(row_sum_exp) X(target_logit) X(cross_entropy_backward_slice) X(add)              \
   X(add_inplace) X(scale_inplace) X(cast) X(sum_squares) X(has_inf_or_nan) X(adamw_step)        \
-  X(sgd_step)
+  X(sgd_step) X(lion_step) X(adamw8bit_step) X(lion8bit_step)
 #define STRATA_OP_TABLE_SET_ENTRY(op) x.op = op;
 #define STRATA_OP_TABLE(table_name)                     \
   [] {                                                  \

@@ -406,4 +406,68 @@ void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
       .sgd_step(master, grad, momentum, h, step, grad_scale, param16);
 }
 
+void lion_step(const Tensor& master, const Tensor& grad, const Tensor& m,
+               const optim::LionHyper& h, std::int64_t step, float grad_scale,
+               const Tensor& param16) {
+  const char* op = "lion_step";
+  check_update(op, master, grad, {{"m", &m}}, param16);
+  STRATA_CHECK(step >= 1, "ops", "{}: step {} must be >= 1", op, step);
+  table(op, {&master, &grad, &m, &param16}).lion_step(master, grad, m, h, step, grad_scale, param16);
+}
+
+namespace {
+// The 8-bit state of n elements: codes u8 of n, absmax f32 of quant_blocks(n); runs covering
+// [0, n) in order.
+void check_8bit(const char* op, std::int64_t n,
+                std::initializer_list<std::pair<const char*, const Tensor*>> codes,
+                std::initializer_list<std::pair<const char*, const Tensor*>> absmax,
+                std::span<const optim::DecayRun> runs) {
+  for (const auto& [name, t] : codes) {
+    STRATA_CHECK(t->defined() && t->dtype() == DType::u8 && t->is_contiguous(), "ops",
+                 "{}: {} must be a contiguous u8 tensor", op, name);
+    check_numel(op, name, *t, n);
+  }
+  const auto blocks = static_cast<std::int64_t>(optim::quant_blocks(static_cast<std::size_t>(n)));
+  for (const auto& [name, t] : absmax) {
+    check_f32(op, name, *t);
+    check_numel(op, name, *t, blocks);
+  }
+  std::size_t at = 0;
+  for (const optim::DecayRun& r : runs) {
+    STRATA_CHECK(r.begin == at && r.end > r.begin, "ops",
+                 "{}: decay runs must cover [0, {}) in order; run [{}, {}) after {}", op, n,
+                 r.begin, r.end, at);
+    at = r.end;
+  }
+  STRATA_CHECK(at == static_cast<std::size_t>(n), "ops", "{}: decay runs cover [0, {}) of {} elements",
+               op, at, n);
+}
+}  // namespace
+
+void adamw8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                    const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                    std::span<const optim::DecayRun> runs, const optim::AdamWHyper& h,
+                    std::int64_t step, float grad_scale, const Tensor& param16) {
+  const char* op = "adamw8bit_step";
+  check_update(op, master, grad, {}, param16);
+  check_8bit(op, master.numel(), {{"m_codes", &m_codes}, {"v_codes", &v_codes}},
+             {{"m_absmax", &m_absmax}, {"v_absmax", &v_absmax}}, runs);
+  STRATA_CHECK(step >= 1, "ops", "{}: step {} must be >= 1", op, step);
+  table(op, {&master, &grad, &m_codes, &v_codes, &m_absmax, &v_absmax, &param16})
+      .adamw8bit_step(master, grad, m_codes, v_codes, m_absmax, v_absmax, runs, h, step,
+                      grad_scale, param16);
+}
+
+void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                   const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
+                   const optim::LionHyper& h, std::int64_t step, float grad_scale,
+                   const Tensor& param16) {
+  const char* op = "lion8bit_step";
+  check_update(op, master, grad, {}, param16);
+  check_8bit(op, master.numel(), {{"m_codes", &m_codes}}, {{"m_absmax", &m_absmax}}, runs);
+  STRATA_CHECK(step >= 1, "ops", "{}: step {} must be >= 1", op, step);
+  table(op, {&master, &grad, &m_codes, &m_absmax, &param16})
+      .lion8bit_step(master, grad, m_codes, m_absmax, runs, h, step, grad_scale, param16);
+}
+
 }  // namespace strata::ops

@@ -11,9 +11,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "framework/core/tensor.hpp"
 #include "framework/optim/adamw.hpp"
+#include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/lion.hpp"
 #include "framework/optim/sgd.hpp"
 
 namespace strata::ops {
@@ -112,5 +115,22 @@ void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const
 void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
               const optim::SGDHyper& h, std::int64_t step, float grad_scale,
               const Tensor& param16);
+// One Lion update (framework/optim/lion.hpp): master, m f32; grad any float dtype.
+void lion_step(const Tensor& master, const Tensor& grad, const Tensor& m,
+               const optim::LionHyper& h, std::int64_t step, float grad_scale,
+               const Tensor& param16);
+// One 8-bit AdamW update (framework/optim/adamw8bit.hpp) of the n = master.numel() elements:
+// m_codes, v_codes u8 of n elements; m_absmax, v_absmax f32 of quant_blocks(n) (block b is
+// elements [b·kQuantBlock, (b+1)·kQuantBlock)); `runs` cover [0, n) in order and say which
+// elements are decayed (weight_decay 0 elsewhere). grad any float dtype.
+void adamw8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                    const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                    std::span<const optim::DecayRun> runs, const optim::AdamWHyper& h,
+                    std::int64_t step, float grad_scale, const Tensor& param16);
+// One Lion8bit update (framework/optim/lion.hpp), the buffers and runs as adamw8bit_step's.
+void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                   const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
+                   const optim::LionHyper& h, std::int64_t step, float grad_scale,
+                   const Tensor& param16);
 
 }  // namespace strata::ops

@@ -20,7 +20,7 @@ Declaration adafactor_declaration(bool beta1) {
   d.shard_sums = true;
   d.refusals.tensor_parallel =
       "its factored statistics are taken over whole parameters, not tensor-parallel parts";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW and SGD have";
+  d.refusals.gpu = "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit and AdamW8bit have";
   return d;
 }
 }  // namespace

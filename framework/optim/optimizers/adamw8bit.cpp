@@ -1,5 +1,7 @@
 #include "framework/optim/optimizers/adamw8bit.hpp"
 
+#include "framework/backend/ops/ops.hpp"
+
 #include "framework/optim/adamw8bit.hpp"
 #include "framework/optim/optimizers/adamw.hpp"
 
@@ -18,7 +20,6 @@ Declaration adamw8bit_declaration() {
   d.refusals.tensor_parallel =
       "its quantization blocks are cut from whole parameters' flat buffers, not tensor-parallel "
       "parts";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW and SGD have";
   d.state_words = "8-bit m, v";
   return d;
 }
@@ -48,17 +49,18 @@ void AdamW8bit::update_unit(UnitSlice& s, const StepArgs& a) {
     runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), p.decay});
   });
   if (runs.empty()) return;
-  // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned). A 16-bit
-  // gradient is widened block by block inside the kernel (no f32 copy of the unit).
+  // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned): the buffers'
+  // first n elements and their first quant_blocks(n) blocks. A 16-bit gradient is widened block
+  // by block inside the kernel (no f32 copy of the unit).
+  const auto n = static_cast<std::int64_t>(runs.back().end);
+  const auto blocks = static_cast<std::int64_t>(quant_blocks(runs.back().end));
+  auto first = [](const Tensor& t, std::int64_t k) { return t.defined() ? t.slice(0, 0, k) : Tensor(); };
   train::UnitOptimizerState& st = *s.state;
-  const DType pd = s.param16.defined() ? s.param16.dtype() : DType::f32;
-  auto* p16 = s.param16.defined() ? static_cast<std::uint16_t*>(s.param16.raw()) : nullptr;
   AdamWHyper h = h_;
   h.lr = a.lr;
-  const Quant8Moments q{st[0].data<std::uint8_t>(), st[1].data<std::uint8_t>(),
-                        st[2].data<float>(), st[3].data<float>()};
-  adamw8bit_step(s.master.data<float>(), s.grad.raw(), q, runs.back().end, runs, h, a.step,
-                 a.grad_scale, p16, pd, s.grad.dtype());
+  ops::adamw8bit_step(first(s.master, n), first(s.grad, n), first(st[0], n), first(st[1], n),
+                      first(st[2], blocks), first(st[3], blocks), runs, h, a.step, a.grad_scale,
+                      first(s.param16, n));
 }
 
 }  // namespace strata::optim

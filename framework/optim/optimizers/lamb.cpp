@@ -17,7 +17,7 @@ Declaration lamb_declaration() {
   d.shard_sums = true;
   d.refusals.tensor_parallel =
       "its trust ratios are taken over whole parameters, not tensor-parallel parts";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW and SGD have";
+  d.refusals.gpu = "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit and AdamW8bit have";
   return d;
 }
 

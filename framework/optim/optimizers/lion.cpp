@@ -1,5 +1,7 @@
 #include "framework/optim/optimizers/lion.hpp"
 
+#include "framework/backend/ops/ops.hpp"
+
 namespace strata::optim {
 
 namespace {
@@ -8,7 +10,6 @@ Declaration lion_declaration() {
   d.name = "Lion";
   d.checkpoint_name = "lion";
   d.state = {StateTensor::elements("exp_avg")};
-  d.refusals.gpu = "it has no CUDA kernels; AdamW and SGD have";
   return d;
 }
 }  // namespace
@@ -42,19 +43,23 @@ void Lion::to_config(config::Optimizer& out) const {
 void Lion::bind(const nn::ParamStore&, int) { validate(h_); }
 
 void Lion::update_unit(UnitSlice& s, const StepArgs& a) {
-  Tensor keep;
-  const float* g = s.f32_grad(keep);  // 16-bit gradients widened (on the meta device: charged)
-  if (s.meta()) return;
-  float* master = s.master.data<float>();
-  float* m = (*s.state)[0].data<float>();
-  auto* p16 = s.param16.defined() ? static_cast<std::uint16_t*>(s.param16.raw()) : nullptr;
-  const DType dt16 = s.param16.defined() ? s.param16.dtype() : DType::bf16;
+  // On the host (and on the meta device, which charges it) the unit's 16-bit gradients are
+  // widened once into `keep`, as the host kernel takes f32; a GPU's kernel widens each gradient
+  // as it loads it.
+  Tensor keep, grad = s.grad;
+  if (!s.grad.device().is_cuda()) {
+    (void)s.f32_grad(keep);
+    if (s.meta()) return;
+    if (keep.defined()) grad = keep;
+  }
+  train::UnitOptimizerState& st = *s.state;
   s.for_each_param([&](std::int64_t lo, std::int64_t hi, const nn::Parameter& p) {
+    auto part = [&](const Tensor& t) { return t.defined() ? t.slice(0, lo, hi) : Tensor(); };
     LionHyper h = h_;
     h.lr = a.lr;
     if (!p.decay) h.weight_decay = 0;  // only parameters with >= 2 dims (declared `decay`)
-    lion_step(master + lo, g + lo, m + lo, static_cast<std::size_t>(hi - lo), h, a.step,
-              a.grad_scale, p16 ? p16 + lo : nullptr, dt16);
+    ops::lion_step(part(s.master), part(grad), part(st[0]), h, a.step, a.grad_scale,
+                   part(s.param16));
   });
 }
 

@@ -1,5 +1,7 @@
 #include "framework/optim/optimizers/lion8bit.hpp"
 
+#include "framework/backend/ops/ops.hpp"
+
 #include "framework/optim/optimizers/lion.hpp"
 #include "framework/optim/quantize.hpp"
 
@@ -15,7 +17,6 @@ Declaration lion8bit_declaration() {
   d.refusals.tensor_parallel =
       "its quantization blocks are cut from whole parameters' flat buffers, not tensor-parallel "
       "parts";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW and SGD have";
   d.state_words = "8-bit m";
   return d;
 }
@@ -41,14 +42,16 @@ void Lion8bit::update_unit(UnitSlice& s, const StepArgs& a) {
     runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), p.decay});
   });
   if (runs.empty()) return;
+  // Parameters are contiguous from flat 0, so the runs cover [0, n): the buffers' first n
+  // elements and their first quant_blocks(n) blocks.
+  const auto n = static_cast<std::int64_t>(runs.back().end);
+  const auto blocks = static_cast<std::int64_t>(quant_blocks(runs.back().end));
+  auto first = [](const Tensor& t, std::int64_t k) { return t.defined() ? t.slice(0, 0, k) : Tensor(); };
   train::UnitOptimizerState& st = *s.state;
-  auto* p16 = s.param16.defined() ? static_cast<std::uint16_t*>(s.param16.raw()) : nullptr;
-  const DType dt16 = s.param16.defined() ? s.param16.dtype() : DType::bf16;
   LionHyper h = h_;
   h.lr = a.lr;
-  lion8bit_step(s.master.data<float>(), s.grad.raw(), st[0].data<std::uint8_t>(),
-                st[1].data<float>(), runs.back().end, runs, h, a.step, a.grad_scale, p16, dt16,
-                s.grad.dtype());
+  ops::lion8bit_step(first(s.master, n), first(s.grad, n), first(st[0], n), first(st[1], blocks),
+                     runs, h, a.step, a.grad_scale, first(s.param16, n));
 }
 
 }  // namespace strata::optim

@@ -19,7 +19,7 @@ Declaration onebit_adam_declaration() {
       "tensors";
   d.refusals.model_parallel =
       "the compressed momentum exchange averages whole tensors over the data-parallel ranks";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW and SGD have";
+  d.refusals.gpu = "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit and AdamW8bit have";
   return d;
 }
 }  // namespace

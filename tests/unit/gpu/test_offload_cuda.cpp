@@ -76,8 +76,9 @@ TEST(OffloadCuda, cuda_OptimizerOffloadIsBitwiseTheRunOnTheGpu) {
   std::printf("optimizer offload from the GPU: %d runs bitwise the runs on the GPU\n", compared);
 }
 
-// (b) Optimizers without CUDA kernels train on a GPU with their state offloaded (their update on
-// the host): AdamW8bit and Adafactor against the same job on the CPU, losses within 1e-5.
+// (b) Optimizers train on a GPU with their state offloaded (their update on the host): AdamW8bit
+// (which also has CUDA kernels: offloaded, its host kernels run) and Adafactor (which has none)
+// against the same job on the CPU, losses within 1e-5.
 TEST(OffloadCuda, cuda_OptimizersWithoutKernelsTrainWithOffloadLikeTheCpu) {
   SKIP_WITHOUT_GPU();
   const std::vector<std::vector<std::string>> optimizers = {

@@ -146,11 +146,69 @@ OpCase sgd_large_case() {
   return c;
 }
 
+optim::LionHyper lion_hyper() {
+  optim::LionHyper h;
+  h.lr = 1e-2;
+  h.beta1 = 0.9;
+  h.beta2 = 0.98;
+  h.weight_decay = 0.1;
+  return h;
+}
+
+OpCase lion_case(bool copy) {
+  return update_case("lion_step", copy,
+                     {{"master", Shape{kN}, 'f', normal()},
+                      {"grad", Shape{kN}, 'p', normal(0.1)},
+                      {"m", Shape{kN}, 'f', normal(0.01)}},
+                     {0, 2}, [](const Tensors& t, const Tensor& param16) {
+                       lion_step(t[0], t[1], t[2], lion_hyper(), 3, 0.5f, param16);
+                     });
+}
+
+// The 8-bit updates over three quantization blocks and a tail, from random codes and absmax,
+// with decay runs whose edges fall inside blocks (a one-element run among them).
+constexpr std::int64_t kQ8N = 3 * 2048 + 517;
+const std::vector<optim::DecayRun>& q8_runs() {
+  static const std::vector<optim::DecayRun> r = {
+      {0, 7, false}, {7, 8, true}, {8, 2100, false}, {2100, 4095, true},
+      {4095, 6000, false}, {6000, static_cast<std::size_t>(kQ8N), true}};
+  return r;
+}
+constexpr std::int64_t kQ8Blocks = (kQ8N + 2047) / 2048;
+
+OpCase adamw8bit_case(bool copy) {
+  return update_case("adamw8bit_step", copy,
+                     {{"master", Shape{kQ8N}, 'f', normal()},
+                      {"grad", Shape{kQ8N}, 'p', normal(0.1)},
+                      {"m_codes", Shape{kQ8N}, 'u', tokens(256)},
+                      {"v_codes", Shape{kQ8N}, 'u', tokens(256)},
+                      {"m_absmax", Shape{kQ8Blocks}, 'f', uniform(0.0, 0.05)},
+                      {"v_absmax", Shape{kQ8Blocks}, 'f', uniform(0.0, 1e-3)}},
+                     {0, 2, 3, 4, 5}, [](const Tensors& t, const Tensor& param16) {
+                       adamw8bit_step(t[0], t[1], t[2], t[3], t[4], t[5], q8_runs(),
+                                      adamw_hyper(), 3, 0.5f, param16);
+                     });
+}
+
+OpCase lion8bit_case(bool copy) {
+  return update_case("lion8bit_step", copy,
+                     {{"master", Shape{kQ8N}, 'f', normal()},
+                      {"grad", Shape{kQ8N}, 'p', normal(0.1)},
+                      {"m_codes", Shape{kQ8N}, 'u', tokens(256)},
+                      {"m_absmax", Shape{kQ8Blocks}, 'f', uniform(0.0, 0.05)}},
+                     {0, 2, 3}, [](const Tensors& t, const Tensor& param16) {
+                       lion8bit_step(t[0], t[1], t[2], t[3], q8_runs(), lion_hyper(), 2, 0.25f,
+                                     param16);
+                     });
+}
+
 }  // namespace
 
 std::vector<OpCase> optimizer_cases() {
   return {adamw_case(false),        adamw_case(true), sgd_case(false),  sgd_case(true),
-          adamw_large_case(),       sgd_nesterov_first_case(),          sgd_large_case()};
+          adamw_large_case(),       sgd_nesterov_first_case(),          sgd_large_case(),
+          lion_case(false),         lion_case(true),  adamw8bit_case(false), adamw8bit_case(true),
+          lion8bit_case(false),     lion8bit_case(true)};
 }
 
 }  // namespace strata::ops::test

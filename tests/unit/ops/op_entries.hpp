@@ -43,7 +43,10 @@ inline std::vector<OpEntry> op_entries() {
           STRATA_TEST_OP_ENTRY(sum_squares),
           STRATA_TEST_OP_ENTRY(has_inf_or_nan),
           STRATA_TEST_OP_ENTRY(adamw_step),
-          STRATA_TEST_OP_ENTRY(sgd_step)};
+          STRATA_TEST_OP_ENTRY(sgd_step),
+          STRATA_TEST_OP_ENTRY(lion_step),
+          STRATA_TEST_OP_ENTRY(adamw8bit_step),
+          STRATA_TEST_OP_ENTRY(lion8bit_step)};
 }
 #undef STRATA_TEST_OP_ENTRY
 

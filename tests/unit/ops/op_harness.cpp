@@ -40,6 +40,7 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 
 DType Combo::of(char group) const {
   if (group == 'i') return DType::i32;
+  if (group == 'u') return DType::u8;
   const auto it = dtype.find(group);
   return it == dtype.end() ? DType::f32 : it->second;
 }
@@ -157,6 +158,16 @@ std::vector<Tensor> draw(const OpCase& c) {
       t.push_back(x);
       continue;
     }
+    if (s.group == 'u') {  // bytes (8-bit optimizer codes), uniform in [0, a)
+      STRATA_CHECK(s.init.kind == Init::Kind::tokens, "test", "{}: u8 tensor {} needs tokens()",
+                   c.name, s.name);
+      Tensor x = Tensor::empty(s.shape, DType::u8);
+      std::uniform_int_distribution<int> d(0, static_cast<int>(s.init.a) - 1);
+      auto* p = x.data<std::uint8_t>();
+      for (std::int64_t k = 0; k < n; ++k) p[k] = static_cast<std::uint8_t>(d(gen));
+      t.push_back(x);
+      continue;
+    }
     Tensor x = Tensor::empty(s.shape, DType::f32);
     float* p = x.data<float>();
     switch (s.init.kind) {
@@ -252,7 +263,10 @@ int check_case(const OpCase& c, const std::vector<Tensor>& host, const Combo& co
     initial[i] = host[i].to(dt, TensorOptions{});  // rounded to the combination's dtype
     test[i] = on_device(initial[i], dt, backend.device);
     if (s.copy_of < 0)
-      ref[i] = initial[i].to(s.group == 'i' ? DType::i32 : DType::f32, TensorOptions{});
+      ref[i] = initial[i].to(s.group == 'i'   ? DType::i32
+                             : s.group == 'u' ? DType::u8
+                                              : DType::f32,
+                             TensorOptions{});
   }
   const bool other = !backend.device.is_cpu();
   int compared = 0;

@@ -77,7 +77,8 @@ inline Init planted(Init base, std::vector<std::pair<std::int64_t, float>> value
 
 // One tensor of a case. `group` chooses its dtype in each combination: 'a' activations (and their
 // gradients), 'p' parameters (and theirs), 'f' always f32 (lse, mean, rstd, optimizer state),
-// 'i' always i32; other letters are groups a case's own combinations name.
+// 'i' always i32, 'u' always u8 (8-bit optimizer codes, drawn by tokens(256)); other letters are
+// groups a case's own combinations name.
 struct Spec {
   Spec(std::string n, Shape s, char g, Init i, int copy = -1)
       : name(std::move(n)), shape(std::move(s)), group(g), init(std::move(i)), copy_of(copy) {}

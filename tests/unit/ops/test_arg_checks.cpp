@@ -25,8 +25,8 @@ struct WrongKind {
 constexpr WrongKind kWrong[] = {
     {Wrong::shape, "shape", "."},
     {Wrong::dtype, "dtype",
-     "expected f32, bf16 or f16|must be a contiguous (f32|i32) tensor|must be bf16 or f16"},
-    {Wrong::layout, "layout", "is not contiguous|must be a contiguous (f32|i32) tensor"},
+     "expected f32, bf16 or f16|must be a contiguous (f32|i32|u8) tensor|must be bf16 or f16"},
+    {Wrong::layout, "layout", "is not contiguous|must be a contiguous (f32|i32|u8) tensor"},
     {Wrong::device, "device", "operands are on different devices"},
 };
 

@@ -8,7 +8,8 @@
 //
 // The device instantiation differs only in the primitive of each operation (optimizer.hpp's
 // ieee::mul etc.: __fmul_rn ... on the device, the same correctly rounded IEEE operations here);
-// the GPU op tests (tests/unit/ops, cuda_*) check the device results bitwise too.
+// the GPU op tests (tests/unit/ops, cuda_*) check the device results bitwise too. Lion's element
+// (lion_at) and the 8-bit kernels' byte search (q8_byte) are checked the same way.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -24,6 +25,8 @@
 #include "framework/core/convert.hpp"
 #include "framework/core/dtype.hpp"
 #include "framework/optim/adamw.hpp"
+#include "framework/optim/lion.hpp"
+#include "framework/optim/quantize.hpp"
 #include "framework/optim/sgd.hpp"
 #include "framework/optim/update_kernels.hpp"
 
@@ -251,6 +254,68 @@ TEST(CudaUpdateArithmetic, SgdElementIsTheCpuReferenceBitwise) {
         }
       }
     }
+  }
+}
+
+// Lion's element (lion_at, lion_update) against optim::lion_step, bitwise, with and without
+// weight decay, every gradient dtype and 16-bit copy, chained steps.
+TEST(CudaUpdateArithmetic, LionElementIsTheCpuBitwise) {
+  const optim::LionHyper sets[] = {{1e-3, 0.9, 0.99, 0.0}, {3e-2, 0.5, 0.0, 0.3}};
+  for (const optim::LionHyper& h : sets) {
+    for (DT gdt : {DT::f32, DT::bf16, DT::f16}) {
+      for (int copy = 0; copy < 3; ++copy) {
+        const DT hdt = copy == 2 ? DT::f16 : DT::bf16;
+        SCOPED_TRACE("wd " + std::to_string(h.weight_decay) + ", grad " + dt_name(gdt) +
+                     (copy ? ", copy " + dt_name(hdt) : ", no copy"));
+        std::mt19937 rng(7u + static_cast<unsigned>(copy));
+        std::vector<float> p = draw(rng, 1.0), m = draw(rng, 0.01);
+        std::vector<float> p_ref = p, m_ref = m;
+        std::vector<std::uint16_t> p16(kN, 0xdeadu);
+        for (std::int64_t step = 1; step <= 3; ++step) {
+          const Grad g = make_grad(rng, gdt, 0.1);
+          optim::lion_step(p_ref.data(), g.wide.data(), m_ref.data(), kN, h, step, 0.5f);
+          const optim::detail::LionConsts c = optim::detail::lion_consts(h, step, 0.5f);
+          for (std::size_t i = 0; i < kN; ++i)
+            lion_at(static_cast<std::int64_t>(i), p.data(), g.raw(), g.dt, m.data(),
+                    copy ? p16.data() : nullptr, hdt, c);
+          ASSERT_TRUE(same_bits("master", p, p_ref));
+          ASSERT_TRUE(same_bits("m", m, m_ref));
+          if (copy) ASSERT_TRUE(same_u16("param16", p16, rounded_copy(p_ref, hdt)));
+        }
+      }
+    }
+  }
+}
+
+// The 8-bit kernels' byte search (q8_byte over q8_code's thresholds) is the CPU quantizer's:
+// against quantize_reference (the exact nearest-code search) and quantize_block, over the codes'
+// values, every threshold and its neighbours, 0, ±1, subnormals, and random values per decade.
+TEST(CudaUpdateArithmetic, Q8ByteIsTheCpuQuantizer) {
+  std::mt19937 rng(5);
+  for (const optim::QuantMap map :
+       {optim::QuantMap::signed_dynamic, optim::QuantMap::unsigned_dynamic}) {
+    const Q8Code c = q8_code(map);
+    const bool sgn = map == optim::QuantMap::signed_dynamic;
+    ASSERT_EQ(c.k, sgn ? 128 : 255);  // 0, 127 decade values and 1: 129 magnitudes (signed)
+    std::vector<float> ys = {0.0f, -0.0f, 1.0f, -1.0f, 1e-41f, -1e-41f, 0.5f, -0.5f};
+    for (float v : optim::quant_sorted_values(map)) ys.push_back(v);
+    for (float t : optim::quant_thresholds(map))
+      for (float y : {t, std::nextafter(t, 0.0f), std::nextafter(t, 2.0f)}) {
+        ys.push_back(y);
+        ys.push_back(-y);
+      }
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int k = 0; k < 40000; ++k) ys.push_back(u(rng) * std::pow(10.0f, -static_cast<float>(k % 8)));
+    for (float y : ys) {
+      const float x[2] = {y, 1.0f};  // absmax 1: the block quantizes y itself
+      std::uint8_t fast[2];
+      optim::quantize_block(map, x, 2, fast);
+      const std::uint8_t got = q8_byte(c.thresholds, c.k, sgn, y);
+      ASSERT_EQ(got, optim::quantize_reference(map, y)) << "y = " << y << " (" << hex(bits(y)) << ")";
+      ASSERT_EQ(got, fast[0]) << "y = " << y;
+    }
+    for (int b = 0; b < 256; ++b)
+      ASSERT_EQ(bits(c.values[b]), bits(optim::quant_values(map)[static_cast<std::size_t>(b)]));
   }
 }
 

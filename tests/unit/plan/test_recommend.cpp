@@ -67,7 +67,8 @@ TEST(Recommend, WithoutACapNoZeroWinsAndSeveralRanksConsiderSharding) {
 
 // A GPU job (planned on the meta device: this runs without a GPU) climbs the same ladder: offload
 // from the GPU runs, so under the same cap it gets the same offload rung; an optimizer without CUDA
-// kernels skips the rungs that keep its state on the GPU, saying why.
+// kernels (Lamb) skips the rungs that keep its state on the GPU, saying why; one with them
+// (AdamW8bit) skips none.
 TEST(Recommend, GpuJobsClimbToOffloadAndSkipWhatTheyRefuse) {
   const config::Config free_cfg = plan_test::gpt_config({"train_micro_batch_size_per_gpu=8"});
   const auto free_plan = parallel::plan::plan_memory(free_cfg, parallel::plan::gpt_model());
@@ -81,13 +82,20 @@ TEST(Recommend, GpuJobsClimbToOffloadAndSkipWhatTheyRefuse) {
   ASSERT_TRUE(r.chosen);
   EXPECT_EQ(r.options[*r.chosen].rung, "ZeRO-1 + optimizer offload");
 
+  // Lamb has no CUDA kernels (refusals.gpu): its state must leave the GPU.
+  const Recommendation ra = recommend_for(
+      plan_test::gpt_config({"strata.device=cuda", "optimizer.type=Lamb"}), 1);
+  ASSERT_TRUE(ra.chosen);
+  EXPECT_EQ(ra.options[*ra.chosen].rung, "ZeRO-1 + optimizer offload");
+  EXPECT_EQ(ra.options[0].rung, "no ZeRO");
+  EXPECT_NE(ra.options[0].skipped.find("Lamb"), std::string::npos) << ra.options[0].skipped;
+  EXPECT_FALSE(ra.options[0].trial);
+  // AdamW8bit has CUDA kernels (ops::adamw8bit_step): nothing is skipped, its state may stay.
   const Recommendation r8 = recommend_for(
       plan_test::gpt_config({"strata.device=cuda", "optimizer.type=AdamW8bit"}), 1);
   ASSERT_TRUE(r8.chosen);
-  EXPECT_EQ(r8.options[*r8.chosen].rung, "ZeRO-1 + optimizer offload");
   EXPECT_EQ(r8.options[0].rung, "no ZeRO");
-  EXPECT_NE(r8.options[0].skipped.find("AdamW8bit"), std::string::npos) << r8.options[0].skipped;
-  EXPECT_FALSE(r8.options[0].trial);
+  EXPECT_TRUE(r8.options[0].skipped.empty()) << r8.options[0].skipped;
 }
 
 }  // namespace

@@ -9,15 +9,19 @@
 //                     cross_entropy_backward_slice
 //   elementwise.cu    add, add_inplace, scale_inplace, cast (and the f32 views' launchers)
 //   reduce.cu         sum_squares, has_inf_or_nan
-//   optimizer.cu      adamw_step, sgd_step (bitwise the CPU's arithmetic)
+//   optimizer.cu      adamw_step, sgd_step, lion_step, adamw8bit_step, lion8bit_step (bitwise
+//                     the CPU's arithmetic and block-wise 8-bit quantization)
 // Arguments arrive checked by ops.cpp (shapes, dtypes, one CUDA device, contiguous). Every kernel
 // is queued on the current stream of that device; ops that return a host value wait for it.
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "framework/core/tensor.hpp"
 #include "framework/optim/adamw.hpp"
+#include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/lion.hpp"
 #include "framework/optim/sgd.hpp"
 
 namespace strata::cuda_ops {
@@ -61,5 +65,16 @@ void adamw_step(const Tensor& master, const Tensor& grad, const Tensor& m, const
 void sgd_step(const Tensor& master, const Tensor& grad, const Tensor& momentum,
               const optim::SGDHyper& h, std::int64_t step, float grad_scale,
               const Tensor& param16);
+void lion_step(const Tensor& master, const Tensor& grad, const Tensor& m,
+               const optim::LionHyper& h, std::int64_t step, float grad_scale,
+               const Tensor& param16);
+void adamw8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                    const Tensor& v_codes, const Tensor& m_absmax, const Tensor& v_absmax,
+                    std::span<const optim::DecayRun> runs, const optim::AdamWHyper& h,
+                    std::int64_t step, float grad_scale, const Tensor& param16);
+void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_codes,
+                   const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
+                   const optim::LionHyper& h, std::int64_t step, float grad_scale,
+                   const Tensor& param16);
 
 }  // namespace strata::cuda_ops

@@ -35,6 +35,7 @@ typedef struct CUstream_st* cudaStream_t;
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
+#include "framework/optim/quantize.hpp"
 #include "framework/optim/update_kernels.hpp"
 
 namespace strata::cuda_ops {
@@ -137,6 +138,80 @@ STRATA_HD void sgd_update(float& p, float g, float& buf, const optim::detail::Sg
   p = ieee::fma(gi, c.neg_lr, p);
 }
 
+// Lion on one element (lion.cpp's lion_elements, operation for operation; sign(0) = 0 and a NaN
+// stays NaN, as its sign_of). k.decay is f(1 - lr*wd), or 1 for Lion8bit's undecayed elements.
+STRATA_HD float lion_sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+
+STRATA_HD void lion_update(float& p, float g, float& m, const optim::detail::LionConsts& k) {
+  const float gi = ieee::mul(g, k.gs);
+  const float c = ieee::add(ieee::mul(k.b1, m), ieee::mul(k.c1, gi));
+  const float decayed = ieee::mul(p, k.decay);
+  p = ieee::sub(decayed, ieee::mul(k.lr, lion_sign(c)));
+  m = ieee::add(ieee::mul(k.b2, m), ieee::mul(k.c2, gi));
+}
+
+// ---- block-wise dynamic 8-bit quantization (framework/optim/quantize.hpp), bitwise the CPU's ----
+
+// Elements per quantization block (optim::kQuantBlock).
+inline constexpr int kQ8Block = 2048;
+static_assert(kQ8Block == static_cast<int>(optim::kQuantBlock));
+
+// One code as the kernels read it (device memory, copied by the op): the value of each stored
+// byte, and the k thresholds between its magnitudes (quant_thresholds) as f32 bit patterns.
+struct Q8Code {
+  float values[256];
+  std::uint32_t thresholds[255];
+  int k;          // 128 (signed) or 255 (unsigned)
+  int is_signed;  // 1 for the signed code (m), 0 for the unsigned one (v)
+};
+
+// The code of `map`, built on the host from the CPU quantizer's own tables.
+inline Q8Code q8_code(optim::QuantMap map) {
+  Q8Code c{};
+  const auto& v = optim::quant_values(map);
+  for (int i = 0; i < 256; ++i) c.values[i] = v[static_cast<std::size_t>(i)];
+  const std::vector<float> t = optim::quant_thresholds(map);
+  c.k = static_cast<int>(t.size());
+  for (int j = 0; j < c.k; ++j) c.thresholds[j] = f32_bits(t[static_cast<std::size_t>(j)]);
+  c.is_signed = map == optim::QuantMap::signed_dynamic ? 1 : 0;
+  return c;
+}
+
+// The stored byte of one normalized value y = x / absmax (quantize.cpp's quantize_one): mi = the
+// number of thresholds below |y|, found by a binary search of their bit patterns (|y| and the
+// thresholds are non-negative floats, ordered as their bits; a NaN |y| lies above them all, as
+// the CPU's cell table puts it); then the signed code's byte from y's sign bit.
+STRATA_HD std::uint8_t q8_byte(const std::uint32_t* thresholds, int k, bool is_signed, float y) {
+  const std::uint32_t bits = f32_bits(y), mbits = bits & 0x7fffffffu;
+  int lo = 0, hi = k;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (thresholds[mid] < mbits) lo = mid + 1;
+    else hi = mid;
+  }
+  if (!is_signed) return static_cast<std::uint8_t>(lo);
+  const int s = (bits >> 31) ? (127 - lo > 0 ? 127 - lo : 0) : 127 + lo;
+  return static_cast<std::uint8_t>(s ^ 127);
+}
+
+// A block's absmax as the CPU's scalar quantizer accumulates it: max(a, |x|), a NaN skipped.
+STRATA_HD float q8_absmax_step(float a, float x) {
+  const float ax = fabsf(x);
+  return a < ax ? ax : a;
+}
+
+// A quantization block's decay runs: runs[r] = end << 1 | decayed, ends increasing, the last one
+// n. The run holding element i (the first whose end lies above it).
+STRATA_HD int q8_run_of(const std::int64_t* runs, int nruns, std::int64_t i) {
+  int lo = 0, hi = nruns - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if ((runs[mid] >> 1) <= i) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 // ---- one element of a step over the buffers: the whole body of the kernels' loops ----
 
 // Element i of adamw_step: master p, m, v are f32; the gradient g has dtype gdt (f32, bf16, f16;
@@ -169,6 +244,16 @@ STRATA_HD void sgd_at(std::int64_t i, float* p, const void* g, DT gdt, float* bu
   if (p16) store(p16, hdt, i, pi);
 }
 
+// Element i of lion_step: master p and m f32, the gradient of dtype gdt.
+STRATA_HD void lion_at(std::int64_t i, float* p, const void* g, DT gdt, float* m, void* p16,
+                       DT hdt, const optim::detail::LionConsts& c) {
+  float pi = p[i], mi = m[i];
+  lion_update(pi, load(g, gdt, i), mi, c);
+  m[i] = mi;
+  p[i] = pi;
+  if (p16) store(p16, hdt, i, pi);
+}
+
 // ---- launchers (optimizer.cu): queued on `s`, n elements, no host synchronisation ----
 // param16 may be null (then hdt is ignored); otherwise hdt is bf16 or f16.
 void launch_adamw_step(float* master, const void* grad, DT gdt, float* m, float* v,
@@ -178,5 +263,22 @@ void launch_adamw_step(float* master, const void* grad, DT gdt, float* m, float*
 void launch_sgd_step(float* master, const void* grad, DT gdt, float* momentum_buf,
                      std::int64_t n, const optim::detail::SgdConsts& c, void* param16, DT hdt,
                      cudaStream_t s);
+void launch_lion_step(float* master, const void* grad, DT gdt, float* m, std::int64_t n,
+                      const optim::detail::LionConsts& c, void* param16, DT hdt, cudaStream_t s);
+// The 8-bit updates: one thread block per quantization block of kQ8Block elements (dequantize,
+// update each element with the constants of its run — `decayed` or `undecayed` — take the new
+// absmax, requantize). `runs` (device memory): nruns entries end << 1 | decayed covering [0, n)
+// in order; `codes` (device memory): AdamW8bit's {signed, unsigned} codes, Lion8bit's signed one.
+void launch_adamw8bit_step(float* master, const void* grad, DT gdt, std::uint8_t* m_codes,
+                           std::uint8_t* v_codes, float* m_absmax, float* v_absmax,
+                           std::int64_t n, const std::int64_t* runs, int nruns,
+                           const Q8Code* codes, const optim::detail::AdamWConsts& decayed,
+                           const optim::detail::AdamWConsts& undecayed, void* param16, DT hdt,
+                           cudaStream_t s);
+void launch_lion8bit_step(float* master, const void* grad, DT gdt, std::uint8_t* m_codes,
+                          float* m_absmax, std::int64_t n, const std::int64_t* runs, int nruns,
+                          const Q8Code* code, const optim::detail::LionConsts& decayed,
+                          const optim::detail::LionConsts& undecayed, void* param16, DT hdt,
+                          cudaStream_t s);
 
 }  // namespace strata::cuda_ops
