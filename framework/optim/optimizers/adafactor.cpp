@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/optim/optimizers/cuda_refusal.hpp"
 #include "framework/train/grad_view.hpp"
 
 namespace strata::optim {
@@ -20,7 +21,7 @@ Declaration adafactor_declaration(bool beta1) {
   d.shard_sums = true;
   d.refusals.tensor_parallel =
       "its factored statistics are taken over whole parameters, not tensor-parallel parts";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit and AdamW8bit have";
+  d.refusals.gpu = kNoCudaKernels;
   return d;
 }
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "framework/optim/optimizers/adamw.hpp"
+#include "framework/optim/optimizers/cuda_refusal.hpp"
 #include "framework/train/grad_view.hpp"
 
 namespace strata::optim {
@@ -17,7 +18,7 @@ Declaration lamb_declaration() {
   d.shard_sums = true;
   d.refusals.tensor_parallel =
       "its trust ratios are taken over whole parameters, not tensor-parallel parts";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit and AdamW8bit have";
+  d.refusals.gpu = kNoCudaKernels;
   return d;
 }
 

@@ -2,6 +2,7 @@
 
 #include "framework/backend/ops/ops.hpp"
 #include "framework/optim/optimizers/adamw.hpp"
+#include "framework/optim/optimizers/cuda_refusal.hpp"
 #include "framework/train/grad_view.hpp"
 
 namespace strata::optim {
@@ -19,7 +20,7 @@ Declaration onebit_adam_declaration() {
       "tensors";
   d.refusals.model_parallel =
       "the compressed momentum exchange averages whole tensors over the data-parallel ranks";
-  d.refusals.gpu = "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit and AdamW8bit have";
+  d.refusals.gpu = kNoCudaKernels;
   return d;
 }
 }  // namespace
