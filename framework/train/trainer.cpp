@@ -30,6 +30,13 @@ Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReducti
   opt_->bind(store, red_.ranks);  // its hyperparameters and the store's layout checked
   STRATA_CHECK(!decl.compressed_exchange || red_.ranks == 1 || red_.compressed_average, "train",
                "{} on {} ranks needs ShardReductions::compressed_average", decl.name, red_.ranks);
+  // Sums over shards are a declared reduction: an optimizer that did not declare them gets none
+  // (a forgotten declaration fails at its first step, on one rank as on many).
+  if (!decl.shard_sums)
+    red_.sum_vector = [name = decl.name](std::span<double>) {
+      fail("train", "{} sums over shards (ShardReductions::sum_vector) without declaring "
+           "shard_sums in its optim::Declaration", name);
+    };
   schedule_ = optim::make_schedule(opts.schedule, opt_->lr());
   if (opts.precision == Precision::fp16)
     scaler_ = precision::make_loss_scaler(opts.static_loss_scale, opts.dynamic_scaler);

@@ -83,10 +83,11 @@ struct Declaration {
   // The update of a unit needs only that unit (UnitStepOptimizer): units may be updated one by
   // one, in backward.
   bool unit_steps = false;
-  // Reductions over shards the step uses: ShardReductions::sum_vector (which the engine supplies
-  // over the ZeRO shards to every optimizer); the compressed exchange over the data-parallel ranks
-  // (ShardReductions::compressed_average, which the engine provides only to optimizers declaring
-  // it, and the Trainer requires of them on several ranks).
+  // Reductions over shards the step uses: ShardReductions::sum_vector (the engine supplies it over
+  // the ZeRO shards; the Trainer gives an optimizer not declaring shard_sums one that fails); the
+  // compressed exchange over the data-parallel ranks (ShardReductions::compressed_average, which
+  // the engine provides only to optimizers declaring it, and the Trainer requires of them on
+  // several ranks).
   bool shard_sums = false;
   bool compressed_exchange = false;
   Refusals refusals;
