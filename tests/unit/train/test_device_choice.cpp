@@ -93,7 +93,7 @@ TEST(DeviceChoice, AnExplicitPrecisionWinsOverAuto) {
   EXPECT_TRUE(c.fp16.enabled);
 }
 
-TEST(DeviceChoice, Bf16OnAGpuWithoutBfloat16NamesFp16) {
+TEST(DeviceChoice, cuda_Bf16OnAGpuWithoutBfloat16NamesFp16) {
   if (!gpu_usable()) GTEST_SKIP() << "no usable GPU: " << cuda::describe_devices();
   if (cuda::device_properties(0).major >= 8)
     GTEST_SKIP() << "GPU 0 has bfloat16 (compute capability " << cuda::device_properties(0).major
@@ -106,6 +106,29 @@ TEST(DeviceChoice, Bf16OnAGpuWithoutBfloat16NamesFp16) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("fp16.enabled=true"), std::string::npos) << e.what();
   }
+}
+
+// Where a GPU is usable (the GPU check runs this): "auto" is that GPU, and "auto" precision is bf16
+// at compute capability 8.0 or newer, fp16 with dynamic loss scaling below (a T4), each noted once.
+TEST(DeviceChoice, cuda_AutoIsTheGpuWithThePrecisionItComputes) {
+  if (!gpu_usable()) GTEST_SKIP() << "no usable GPU: " << cuda::describe_devices();
+  config::Config c = parse(
+      R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"}})");
+  train::resolve_device(c);
+  EXPECT_EQ(c.strata.device, DeviceType::cuda);
+  EXPECT_EQ(train::compute_device(c), Device::cuda(0));
+  const bool bf16 = cuda::device_properties(0).major >= 8;
+  EXPECT_EQ(c.bf16.enabled, bf16);
+  EXPECT_EQ(c.fp16.enabled, !bf16);
+  if (c.fp16.enabled) EXPECT_TRUE(c.fp16.dynamic());
+  int device_notes = 0, precision_notes = 0;
+  for (const auto& n : c.notes) {
+    device_notes += n.find("strata.device \"auto\": the GPU cuda:0") != std::string::npos;
+    precision_notes += n.find(bf16 ? "auto: bf16.enabled: bf16" : "auto: fp16.enabled: fp16") !=
+                       std::string::npos;
+  }
+  EXPECT_EQ(device_notes, 1);
+  EXPECT_EQ(precision_notes, 1);
 }
 
 // A memory plan is of the job as it would run here: "auto" resolved as train_gpt resolves it.
