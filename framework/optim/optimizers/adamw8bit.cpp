@@ -1,9 +1,8 @@
 #include "framework/optim/optimizers/adamw8bit.hpp"
 
 #include "framework/backend/ops/ops.hpp"
-
-#include "framework/optim/adamw8bit.hpp"
 #include "framework/optim/optimizers/adamw.hpp"
+#include "framework/optim/optimizers/blockwise_slice.hpp"
 
 namespace strata::optim {
 
@@ -44,23 +43,14 @@ void AdamW8bit::bind(const nn::ParamStore&, int) { validate(h_); }
 
 void AdamW8bit::update_unit(UnitSlice& s, const StepArgs& a) {
   if (s.meta()) return;  // the kernel widens 16-bit gradients block by block: no copy to charge
-  std::vector<DecayRun> runs;
-  s.for_each_param([&](std::int64_t lo, std::int64_t hi, const nn::Parameter& p) {
-    runs.push_back({static_cast<std::size_t>(lo), static_cast<std::size_t>(hi), p.decay});
-  });
-  if (runs.empty()) return;
-  // Parameters are contiguous from flat 0 to numel, so the runs cover [0, owned): the buffers'
-  // first n elements and their first quant_blocks(n) blocks. A 16-bit gradient is widened block
-  // by block inside the kernel (no f32 copy of the unit).
-  const auto n = static_cast<std::int64_t>(runs.back().end);
-  const auto blocks = static_cast<std::int64_t>(quant_blocks(runs.back().end));
-  auto first = [](const Tensor& t, std::int64_t k) { return t.defined() ? t.slice(0, 0, k) : Tensor(); };
+  const BlockwiseSlice b(s);
+  if (b.runs.empty()) return;
   train::UnitOptimizerState& st = *s.state;
   AdamWHyper h = h_;
   h.lr = a.lr;
-  ops::adamw8bit_step(first(s.master, n), first(s.grad, n), first(st[0], n), first(st[1], n),
-                      first(st[2], blocks), first(st[3], blocks), runs, h, a.step, a.grad_scale,
-                      first(s.param16, n));
+  ops::adamw8bit_step(b.elements(s.master), b.elements(s.grad), b.elements(st[0]),
+                      b.elements(st[1]), b.per_block(st[2]), b.per_block(st[3]), b.runs, h, a.step,
+                      a.grad_scale, b.elements(s.param16));
 }
 
 }  // namespace strata::optim
