@@ -398,57 +398,37 @@ void ZeroHooks::offload_reduced(PendingReduce& p) {
   // ZeRO-1 stores the last micro-batch's reduced slice as it is; stages 2-3 add it to what the
   // earlier micro-batches stored, unless nothing is stored yet.
   const bool stored = opts_.stage >= 2 && !store_.grad_shard_is_zero(u);
-  Tensor held;
-  if (stored) {
-    // Accumulated where the run without offload accumulates, on the device: the stored slice
-    // comes up and is added to the reduced one (a + b is b + a, bit for bit), so the gradient
-    // norm below and the values stored are exactly that run's.
-    held = store_.acquire_grad_shard(u);
-    try {
+  Tensor held;  // the store's slice, held until its copy down has landed (land())
+  try {
+    if (stored) {
+      // Accumulated where the run without offload accumulates, on the device: the stored slice
+      // comes up and is added to the reduced one (a + b is b + a, bit for bit), so the gradient
+      // norm below and the values stored are exactly that run's.
+      held = store_.acquire_grad_shard(u);
       Tensor prev = Tensor::empty(g.shape(), g.dtype(), store_.options().memory.with(Category::grads));
       up_.copy(prev, held);
       up_.order_before_current();
       ops::add_inplace(g, prev);
-    } catch (...) {
+    }
+    // The step's final gradient: its share of the norm is taken on the device, as without
+    // offload. (Updates in backward are not offered with staging: Training refuses them.)
+    if (reduced_gradient_ && sync_)
+      STRATA_CHECK(!reduced_gradient_(u, g), "zero", "unit {}: a gradient offloaded from the "
+                   "device cannot be consumed where it is reduced", u);
+    if (!held.defined())
+      held = opts_.stage >= 2 ? store_.acquire_grad_shard_to_overwrite(u) : store_.acquire_grad_shard(u);
+    // Down after the kernels that wrote it (the reduction, the scaling, the addition); backward
+    // goes on meanwhile. The host slice is held, and the device slice kept, until it has landed.
+    landing_.push_back(Landing{g, down_.copy(held, g), u, /*whole=*/false, /*dirty=*/true});
+  } catch (...) {
+    // The slice goes back unchanged, once no upload reads it.
+    if (held.defined()) {
       try {
         up_.synchronize();
       } catch (...) {
       }
       store_.release_grad_shard(u, false);
-      throw;
     }
-  }
-  // The step's final gradient: its share of the norm is taken on the device, as without offload.
-  // (Updates in backward are not offered with staging: Training refuses them.)
-  if (reduced_gradient_ && sync_) {
-    bool consumed = false;
-    try {
-      consumed = reduced_gradient_(u, g);
-    } catch (...) {
-      if (held.defined()) {
-        try {
-          up_.synchronize();
-        } catch (...) {
-        }
-        store_.release_grad_shard(u, false);
-      }
-      throw;
-    }
-    STRATA_CHECK(!consumed, "zero", "unit {}: a gradient offloaded from the device cannot be "
-                 "consumed where it is reduced", u);
-  }
-  if (!held.defined())
-    held = opts_.stage >= 2 ? store_.acquire_grad_shard_to_overwrite(u) : store_.acquire_grad_shard(u);
-  try {
-    // Down after the kernels that wrote it (the reduction, the scaling, the addition); backward
-    // goes on meanwhile. The host slice is held, and the device slice kept, until it has landed.
-    landing_.push_back(Landing{g, down_.copy(held, g), u, /*whole=*/false, /*dirty=*/true});
-  } catch (...) {
-    try {
-      up_.synchronize();
-    } catch (...) {
-    }
-    store_.release_grad_shard(u, false);
     throw;
   }
 }
