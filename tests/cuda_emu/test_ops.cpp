@@ -14,8 +14,11 @@
 #include "framework/backend/cuda/ops/kernels.hpp"
 #include "framework/backend/cuda/ops/reduce.hpp"
 #include "framework/backend/cuda/ops/layernorm.hpp"
+#include "framework/backend/cuda/ops/optimizer.hpp"
 #include "framework/core/error.hpp"
 #include "framework/optim/adamw.hpp"
+#include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/lion.hpp"
 #include "framework/optim/sgd.hpp"
 #include "tests/cuda_emu/harness.hpp"
 
@@ -295,6 +298,64 @@ EMU_TEST("ops", optimizer_steps) {
   expect_bits("sgd_step op master", arr_of(tp, DT::f32), rp);
   expect_throw("adamw_step bad step", [&] { ops::adamw_step(tp, tg, tm, tv, h, 0, 1.0f, Tensor()); }, "step");
   expect_ok("optimizer ops");
+}
+
+// The 8-bit ops: the codes uploaded once and reused by later steps; a unit's decay runs by value
+// (a few runs) and in a workspace (more than kQ8InlineRuns); bitwise the CPU's step each time.
+EMU_TEST("ops", optimizer_8bit_steps) {
+  namespace optim = strata::optim;
+  HostTensors host;
+  const auto as_arr = [](const std::vector<float>& v) {
+    HostArr a(DT::f32, static_cast<std::int64_t>(v.size()));
+    std::memcpy(a.data(), v.data(), v.size() * 4);
+    return a;
+  };
+  const auto expect_bytes = [](const std::string& what, const Tensor& t,
+                               const std::vector<std::uint8_t>& ref) {
+    checked();
+    if (std::memcmp(t.raw(), ref.data(), ref.size()) != 0) fail("%s: bytes differ", what.c_str());
+  };
+  std::mt19937 g(87);
+  const int n = 2 * 2048 + 300;
+  const auto un = static_cast<std::size_t>(n);
+  const std::size_t nb = optim::quant_blocks(un);
+  std::vector<float> p = random_arr(DT::f32, n, g).f32();
+  std::vector<std::uint8_t> mq(un, 0), vq(un, 0), lq(un, 0);
+  std::vector<float> ma(nb, 0.0f), va(nb, 0.0f), la(nb, 0.0f), lp = p;
+  Tensor tp = Tensor::empty(Shape{n}, DType::f32), tl = Tensor::empty(Shape{n}, DType::f32),
+         tmq = Tensor::zeros(Shape{n}, DType::u8), tvq = Tensor::zeros(Shape{n}, DType::u8),
+         tlq = Tensor::zeros(Shape{n}, DType::u8),
+         tma = Tensor::zeros(Shape{static_cast<std::int64_t>(nb)}, DType::f32),
+         tva = Tensor::zeros(Shape{static_cast<std::int64_t>(nb)}, DType::f32),
+         tla = Tensor::zeros(Shape{static_cast<std::int64_t>(nb)}, DType::f32);
+  std::memcpy(tp.raw(), p.data(), un * 4);
+  std::memcpy(tl.raw(), p.data(), un * 4);
+  // Step 1: three runs (by value); steps 2 and 3: a run every 50 elements (87 > kQ8InlineRuns).
+  const std::vector<optim::DecayRun> few = {{0, 100, false}, {100, 3000, true}, {3000, un, false}};
+  std::vector<optim::DecayRun> many;
+  for (std::size_t b = 0; b < un; b += 50) many.push_back({b, std::min(b + 50, un), (b / 50) % 2 == 0});
+  if (many.size() <= static_cast<std::size_t>(ops::kQ8InlineRuns)) fail("the many runs fit by value");
+  optim::AdamWHyper h;
+  h.weight_decay = 0.1;
+  const optim::LionHyper lh{1e-3, 0.9, 0.99, 0.1};
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    const std::vector<optim::DecayRun>& runs = step == 1 ? few : many;
+    const HostArr gr = random_arr(DT::f32, n, g);
+    const Tensor tg = tensor_of(gr, Shape{n});
+    ops::adamw8bit_step(tp, tg, tmq, tvq, tma, tva, runs, h, step, 0.5f, Tensor());
+    ops::lion8bit_step(tl, tg, tlq, tla, runs, lh, step, 0.5f, Tensor());
+    const optim::Quant8Moments q{mq.data(), vq.data(), ma.data(), va.data()};
+    optim::adamw8bit_step(p.data(), gr.data(), q, un, runs, h, step, 0.5f);
+    optim::lion8bit_step(lp.data(), gr.data(), lq.data(), la.data(), un, runs, lh, step, 0.5f);
+    const std::string w = fmt(" step %lld", static_cast<long long>(step));
+    expect_bits("adamw8bit_step op master" + w, arr_of(tp, DT::f32), as_arr(p));
+    expect_bytes("adamw8bit_step op m codes" + w, tmq, mq);
+    expect_bytes("adamw8bit_step op v codes" + w, tvq, vq);
+    expect_bits("adamw8bit_step op v absmax" + w, arr_of(tva, DT::f32), as_arr(va));
+    expect_bits("lion8bit_step op master" + w, arr_of(tl, DT::f32), as_arr(lp));
+    expect_bytes("lion8bit_step op m codes" + w, tlq, lq);
+  }
+  expect_ok("8-bit optimizer ops");
 }
 
 EMU_TEST("ops", attention_workspace) {

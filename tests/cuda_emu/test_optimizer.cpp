@@ -209,10 +209,18 @@ constexpr std::int64_t kQ8Sizes[] = {1, 300, kQ, kQ + 1, 3 * kQ + 517};
 
 // Decay runs over [0, n): all decayed, or alternating runs whose edges fall inside blocks (and one
 // of a single element).
-std::vector<optim::DecayRun> decay_runs(std::int64_t n, bool mixed) {
+// The decay runs of a test: kind 0 one decayed run; 1 a few runs (fewer than kQ8InlineRuns: the
+// kernels get them by value); 2 a run every 37 elements (above kQ8InlineRuns once n > 1184: the
+// kernels read them from device memory).
+std::vector<optim::DecayRun> decay_runs(std::int64_t n, int kind) {
   const auto un = static_cast<std::size_t>(n);
-  if (!mixed || n < 3) return {{0, un, true}};
+  if (kind == 0 || n < 3) return {{0, un, true}};
   std::vector<optim::DecayRun> r;
+  if (kind == 2) {
+    bool d = true;
+    for (std::size_t b = 0; b < un; b += 37, d = !d) r.push_back({b, std::min(b + 37, un), d});
+    return r;
+  }
   const std::size_t cuts[] = {0, 7, 8, 1500, 2100, 2101, 4095, 6000};
   bool d = false;
   for (std::size_t k = 0; k < std::size(cuts); ++k) {
@@ -224,6 +232,7 @@ std::vector<optim::DecayRun> decay_runs(std::int64_t n, bool mixed) {
   r.back().end = un;
   return r;
 }
+const char* const kRunKinds[] = {"one", "mixed", "many"};
 
 // Bitwise equality of byte arrays.
 void expect_bytes(const std::string& what, const std::vector<unsigned char>& got,
@@ -253,16 +262,20 @@ void random_state(optim::QuantMap map, std::int64_t n, float scale, std::mt19937
   optim::quantize_blockwise(map, x.data(), static_cast<std::size_t>(n), codes.data(), absmax.data());
 }
 
-DevBuf codes_buf(const std::vector<Q8Code>& codes, const std::vector<optim::DecayRun>& runs,
-                 const std::int64_t*& druns, const Q8Code*& dcodes) {
-  const std::size_t rb = runs.size() * 8;
-  DevBuf d(rb + codes.size() * sizeof(Q8Code));
+// The runs as the op layer gives them: by value when they fit, else their words in device memory
+// (the returned buffer, which `runs` points into). The codes: ensure_q8_codes, as the op does.
+DevBuf runs_buf(const std::vector<optim::DecayRun>& dr, Q8Runs& runs) {
   std::vector<std::int64_t> enc;
-  for (const auto& r : runs) enc.push_back(static_cast<std::int64_t>(r.end) << 1 | (r.decay ? 1 : 0));
-  d.upload(enc.data(), rb);
-  d.upload(codes.data(), codes.size() * sizeof(Q8Code), rb);
-  druns = reinterpret_cast<const std::int64_t*>(d.get());
-  dcodes = reinterpret_cast<const Q8Code*>(static_cast<unsigned char*>(d.get()) + rb);
+  for (const auto& r : dr) enc.push_back(static_cast<std::int64_t>(r.end) << 1 | (r.decay ? 1 : 0));
+  const int n = static_cast<int>(enc.size());
+  DevBuf d;
+  if (n > kQ8InlineRuns) {
+    d = DevBuf(enc.size() * 8);
+    d.upload(enc.data(), enc.size() * 8);
+  }
+  runs = q8_runs(enc.data(), n, n > kQ8InlineRuns ? d.as<std::int64_t>() : nullptr);
+  if (runs.is_inline() != (n <= kQ8InlineRuns)) fail("q8_runs: by value iff the runs fit");
+  if (ensure_q8_codes() != cudaSuccess) fail("ensure_q8_codes failed");
   return d;
 }
 
@@ -275,25 +288,23 @@ EMU_TEST("optimizer", adamw8bit) {
   const H hypers[] = {{optim::AdamWHyper{1e-3, 0.9, 0.999, 1e-8, 0.0, true}, 1.0f},
                       {optim::AdamWHyper{1e-2, 0.9, 0.999, 1e-8, 0.1, true}, 0.5f},
                       {optim::AdamWHyper{3e-4, 0.3, 0.95, 1e-6, 0.05, false}, 0.25f}};  // w >= 0.5
-  const std::vector<Q8Code> codes = {q8_code(optim::QuantMap::signed_dynamic),
-                                     q8_code(optim::QuantMap::unsigned_dynamic)};
   for (std::int64_t n : kQ8Sizes)
     for (std::size_t hi = 0; hi < std::size(hypers); ++hi)
-      for (int mixed = 0; mixed < 2; ++mixed)
+      for (int kind = 0; kind < 3; ++kind)
         for (DT gd : kFloatDTs)
           for (int p16 = 0; p16 < 3; ++p16) {
             if (n > kQ && (p16 == 1) != (gd == DT::bf16)) continue;  // fewer of the large ones
             const DT hd = p16 == 2 ? DT::f16 : DT::bf16;
             const H& hy = hypers[hi];
             const auto un = static_cast<std::size_t>(n);
-            const std::vector<optim::DecayRun> runs = decay_runs(n, mixed != 0);
+            const std::vector<optim::DecayRun> runs = decay_runs(n, kind);
             std::vector<float> p = random_arr(DT::f32, n, g).f32(), ma, va;
             std::vector<std::uint8_t> mq, vq;
             random_state(optim::QuantMap::signed_dynamic, n, 0.01f, g, mq, ma);
             random_state(optim::QuantMap::unsigned_dynamic, n, 0.03f, g, vq, va);
             const std::size_t nb = ma.size();
             const std::string what = fmt("adamw8bit n=%lld hyper %zu runs %s grad %s param16 %s",
-                                         static_cast<long long>(n), hi, mixed ? "mixed" : "one",
+                                         static_cast<long long>(n), hi, kRunKinds[kind],
                                          name(gd), p16 ? name(hd) : "-");
             for (std::int64_t step = 1; step <= 2; ++step) {
               const HostArr gr = grads(gd, n, g);
@@ -316,12 +327,11 @@ EMU_TEST("optimizer", adamw8bit) {
                 dvq.upload(vq.data(), un);
                 dma.upload(ma.data(), nb * 4);
                 dva.upload(va.data(), nb * 4);
-                const std::int64_t* druns = nullptr;
-                const Q8Code* dcodes = nullptr;
-                const DevBuf aux = codes_buf(codes, runs, druns, dcodes);
+                Q8Runs druns;
+                const DevBuf aux = runs_buf(runs, druns);
                 launch_adamw8bit_step(dp.as<float>(), dg.get(), gd, dmq.as<std::uint8_t>(),
                                       dvq.as<std::uint8_t>(), dma.as<float>(), dva.as<float>(), n,
-                                      druns, static_cast<int>(runs.size()), dcodes, cd, cn,
+                                      druns, cd, cn,
                                       p16 ? dh.get() : nullptr, hd, nullptr);
                 expect_ok(ws);
                 std::vector<unsigned char> o = dp.raw();
@@ -361,22 +371,21 @@ EMU_TEST("optimizer", lion8bit) {
   std::mt19937 g(65);
   const optim::LionHyper hypers[] = {{1e-3, 0.9, 0.99, 0.0}, {3e-4, 0.95, 0.98, 0.1}};
   const float scales[] = {1.0f, 0.5f};
-  const std::vector<Q8Code> codes = {q8_code(optim::QuantMap::signed_dynamic)};
   for (std::int64_t n : kQ8Sizes)
     for (std::size_t hi = 0; hi < std::size(hypers); ++hi)
-      for (int mixed = 0; mixed < 2; ++mixed)
+      for (int kind = 0; kind < 3; ++kind)
         for (DT gd : kFloatDTs)
           for (int p16 = 0; p16 < 3; ++p16) {
             if (n > kQ && (p16 == 1) != (gd == DT::bf16)) continue;
             const DT hd = p16 == 2 ? DT::f16 : DT::bf16;
             const auto un = static_cast<std::size_t>(n);
-            const std::vector<optim::DecayRun> runs = decay_runs(n, mixed != 0);
+            const std::vector<optim::DecayRun> runs = decay_runs(n, kind);
             std::vector<float> p = random_arr(DT::f32, n, g).f32(), ma;
             std::vector<std::uint8_t> mq;
             random_state(optim::QuantMap::signed_dynamic, n, 0.01f, g, mq, ma);
             const std::size_t nb = ma.size();
             const std::string what = fmt("lion8bit n=%lld hyper %zu runs %s grad %s param16 %s",
-                                         static_cast<long long>(n), hi, mixed ? "mixed" : "one",
+                                         static_cast<long long>(n), hi, kRunKinds[kind],
                                          name(gd), p16 ? name(hd) : "-");
             for (std::int64_t step = 1; step <= 2; ++step) {
               const HostArr gr = grads(gd, n, g);
@@ -395,12 +404,10 @@ EMU_TEST("optimizer", lion8bit) {
                 dp.upload(p.data(), un * 4);
                 dmq.upload(mq.data(), un);
                 dma.upload(ma.data(), nb * 4);
-                const std::int64_t* druns = nullptr;
-                const Q8Code* dcodes = nullptr;
-                const DevBuf aux = codes_buf(codes, runs, druns, dcodes);
+                Q8Runs druns;
+                const DevBuf aux = runs_buf(runs, druns);
                 launch_lion8bit_step(dp.as<float>(), dg.get(), gd, dmq.as<std::uint8_t>(),
-                                     dma.as<float>(), n, druns, static_cast<int>(runs.size()),
-                                     dcodes, cd, cn, p16 ? dh.get() : nullptr, hd, nullptr);
+                                     dma.as<float>(), n, druns, cd, cn, p16 ? dh.get() : nullptr, hd, nullptr);
                 expect_ok(ws);
                 std::vector<unsigned char> o = dp.raw();
                 append(o, dmq.raw());

@@ -166,6 +166,16 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t n, cu
                                    cudaStream_t = nullptr) {
   return emu::memcpy_k(dst, src, n, k);
 }
+// A __device__ variable is one host object here (one device): the copy is a memcpy into it,
+// bounds-checked against the symbol's size.
+template <typename T>
+cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, std::size_t count, std::size_t offset = 0,
+                               cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+  if (kind != cudaMemcpyHostToDevice || offset > sizeof(T) || count > sizeof(T) - offset)
+    return cudaErrorInvalidValue;
+  std::memcpy(reinterpret_cast<unsigned char*>(&symbol) + offset, src, count);
+  return cudaSuccess;
+}
 // Every stream runs its work at once, in order (the emulator has one queue): nothing to wait for.
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return emu::sync_point(); }
 inline cudaError_t cudaDeviceSynchronize() { return emu::sync_point(); }

@@ -8,11 +8,17 @@
 // Launch: 256 threads per block, a grid-stride loop over at most kMaxBlocks blocks (enough to
 // fill an H100/H200 about twice over; larger buffers take several iterations per thread).
 // Memory-bound: coalesced scalar loads and stores, no shared memory, no synchronisation.
+#include <mutex>
+#include <set>
+
 #include "framework/backend/cuda/ops/common.cuh"
 #include "framework/backend/cuda/ops/optimizer.hpp"
 
 namespace strata::cuda_ops {
 namespace {
+
+// The 8-bit codes on each device: {signed, unsigned} (ensure_q8_codes).
+__device__ Q8Code g_q8_codes[2];
 
 constexpr unsigned kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 2048;
@@ -51,19 +57,32 @@ __device__ __forceinline__ void load_code(const Q8Code& c, float* values, std::u
   if (t < c.k) thr[t] = c.thresholds[t];
 }
 
+// The runs' words: those passed by value copied into `words` (shared memory, kThreads >=
+// kQ8InlineRuns), else the device copy. Read after the next __syncthreads.
+__device__ __forceinline__ const std::int64_t* load_runs(const Q8Runs& runs, std::int64_t* words) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (!runs.is_inline()) return runs.device;
+  if (t < runs.n) words[t] = runs.words[t];
+  return words;
+}
+static_assert(static_cast<int>(kThreads) >= kQ8InlineRuns);
+
 __global__ void __launch_bounds__(kThreads)
     adamw8bit_kernel(float* p, const void* g, DT gdt, std::uint8_t* mq, std::uint8_t* vq,
-                     float* mabs, float* vabs, std::int64_t n, const std::int64_t* runs, int nruns,
-                     const Q8Code* codes, optim::detail::AdamWConsts cd,
+                     float* mabs, float* vabs, std::int64_t n, Q8Runs rs,
+                     optim::detail::AdamWConsts cd,
                      optim::detail::AdamWConsts cn, void* p16, DT hdt) {
   __shared__ float mval[256];
   __shared__ float vval[256];
   __shared__ std::uint32_t mthr[255];
   __shared__ std::uint32_t vthr[255];
   __shared__ float scratch[32];
-  load_code(codes[0], mval, mthr);
-  load_code(codes[1], vval, vthr);
-  const int km = codes[0].k, kv = codes[1].k;
+  __shared__ std::int64_t words[kQ8InlineRuns];
+  const std::int64_t* runs = load_runs(rs, words);
+  const int nruns = rs.n;
+  load_code(g_q8_codes[0], mval, mthr);
+  load_code(g_q8_codes[1], vval, vthr);
+  const int km = g_q8_codes[0].k, kv = g_q8_codes[1].k;
   __syncthreads();
   const int t = static_cast<int>(threadIdx.x);
   const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.x) * kQ8Block;
@@ -108,14 +127,16 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void __launch_bounds__(kThreads)
     lion8bit_kernel(float* p, const void* g, DT gdt, std::uint8_t* mq, float* mabs,
-                    std::int64_t n, const std::int64_t* runs, int nruns, const Q8Code* code,
-                    optim::detail::LionConsts cd, optim::detail::LionConsts cn, void* p16,
+                    std::int64_t n, Q8Runs rs, optim::detail::LionConsts cd, optim::detail::LionConsts cn, void* p16,
                     DT hdt) {
   __shared__ float mval[256];
   __shared__ std::uint32_t mthr[255];
   __shared__ float scratch[32];
-  load_code(code[0], mval, mthr);
-  const int km = code[0].k;
+  __shared__ std::int64_t words[kQ8InlineRuns];
+  const std::int64_t* runs = load_runs(rs, words);
+  const int nruns = rs.n;
+  load_code(g_q8_codes[0], mval, mthr);
+  const int km = g_q8_codes[0].k;
   __syncthreads();
   const int t = static_cast<int>(threadIdx.x);
   const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.x) * kQ8Block;
@@ -150,6 +171,20 @@ unsigned q8_grid(std::int64_t n) { return static_cast<unsigned>((n + kQ8Block - 
 
 }  // namespace
 
+cudaError_t ensure_q8_codes() {
+  static std::mutex mu;
+  static std::set<int> resident;  // the devices that have them
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const std::lock_guard lock(mu);
+  if (resident.count(device)) return cudaSuccess;
+  const Q8Code codes[2] = {q8_code(optim::QuantMap::signed_dynamic),
+                           q8_code(optim::QuantMap::unsigned_dynamic)};
+  const cudaError_t e = cudaMemcpyToSymbol(g_q8_codes, codes, sizeof codes);
+  if (e == cudaSuccess) resident.insert(device);
+  return e;
+}
+
 void launch_lion_step(float* master, const void* grad, DT gdt, float* m, std::int64_t n,
                       const optim::detail::LionConsts& c, void* param16, DT hdt, cudaStream_t s) {
   if (n <= 0) return;
@@ -158,24 +193,24 @@ void launch_lion_step(float* master, const void* grad, DT gdt, float* m, std::in
 
 void launch_adamw8bit_step(float* master, const void* grad, DT gdt, std::uint8_t* m_codes,
                            std::uint8_t* v_codes, float* m_absmax, float* v_absmax,
-                           std::int64_t n, const std::int64_t* runs, int nruns,
-                           const Q8Code* codes, const optim::detail::AdamWConsts& decayed,
+                           std::int64_t n, const Q8Runs& runs,
+                           const optim::detail::AdamWConsts& decayed,
                            const optim::detail::AdamWConsts& undecayed, void* param16, DT hdt,
                            cudaStream_t s) {
   if (n <= 0) return;
   adamw8bit_kernel<<<q8_grid(n), kThreads, 0, s>>>(master, grad, gdt, m_codes, v_codes, m_absmax,
-                                                   v_absmax, n, runs, nruns, codes, decayed,
+                                                   v_absmax, n, runs, decayed,
                                                    undecayed, param16, hdt);
 }
 
 void launch_lion8bit_step(float* master, const void* grad, DT gdt, std::uint8_t* m_codes,
-                          float* m_absmax, std::int64_t n, const std::int64_t* runs, int nruns,
-                          const Q8Code* code, const optim::detail::LionConsts& decayed,
+                          float* m_absmax, std::int64_t n, const Q8Runs& runs,
+                          const optim::detail::LionConsts& decayed,
                           const optim::detail::LionConsts& undecayed, void* param16, DT hdt,
                           cudaStream_t s) {
   if (n <= 0) return;
   lion8bit_kernel<<<q8_grid(n), kThreads, 0, s>>>(master, grad, gdt, m_codes, m_absmax, n, runs,
-                                                  nruns, code, decayed, undecayed, param16, hdt);
+                                                  decayed, undecayed, param16, hdt);
 }
 
 void launch_adamw_step(float* master, const void* grad, DT gdt, float* m, float* v,

@@ -156,8 +156,8 @@ STRATA_HD void lion_update(float& p, float g, float& m, const optim::detail::Lio
 inline constexpr int kQ8Block = 2048;
 static_assert(kQ8Block == static_cast<int>(optim::kQuantBlock));
 
-// One code as the kernels read it (device memory, copied by the op): the value of each stored
-// byte, and the k thresholds between its magnitudes (quant_thresholds) as f32 bit patterns.
+// One code as the kernels read it (resident on each device: ensure_q8_codes): the value of each
+// stored byte, and the k thresholds between its magnitudes (quant_thresholds) as f32 bit patterns.
 struct Q8Code {
   float values[256];
   std::uint32_t thresholds[255];
@@ -254,6 +254,36 @@ STRATA_HD void lion_at(std::int64_t i, float* p, const void* g, DT gdt, float* m
   if (p16) store(p16, hdt, i, pi);
 }
 
+// A unit's decay runs as the 8-bit kernels take them, each run one word end << 1 | decayed (ends
+// increasing, the last one n). Up to kQ8InlineRuns words travel by value among the kernel's
+// parameters (each block copies them to shared memory): a step then uploads nothing. A unit with
+// more runs (a model alternating decayed and undecayed parameters more often than that) gives
+// them in device memory instead (`device`, copied by the op before the launch).
+inline constexpr int kQ8InlineRuns = 32;
+struct Q8Runs {
+  std::int64_t words[kQ8InlineRuns] = {};
+  const std::int64_t* device = nullptr;  // the n words when n > kQ8InlineRuns
+  int n = 0;
+  STRATA_HD bool is_inline() const { return n <= kQ8InlineRuns; }
+};
+// `words`: the n run words in host memory; `device`: a device copy of them, read only when
+// n > kQ8InlineRuns (may be null otherwise).
+inline Q8Runs q8_runs(const std::int64_t* words, int n, const std::int64_t* device) {
+  Q8Runs q;
+  q.n = n;
+  if (q.is_inline())
+    for (int r = 0; r < n; ++r) q.words[r] = words[r];
+  else
+    q.device = device;
+  return q;
+}
+
+// The two codes (signed: m; unsigned: AdamW8bit's v) live in device memory of their own on each
+// device (a __device__ array of optimizer.cu, 4 KB): the first call on a device copies them there
+// (q8_code of the CPU quantizer's tables; a synchronous copy, once per device and process), later
+// calls return at once. Thread-safe. The 8-bit launchers read them; the op calls this first.
+cudaError_t ensure_q8_codes();
+
 // ---- launchers (optimizer.cu): queued on `s`, n elements, no host synchronisation ----
 // param16 may be null (then hdt is ignored); otherwise hdt is bf16 or f16.
 void launch_adamw_step(float* master, const void* grad, DT gdt, float* m, float* v,
@@ -267,17 +297,17 @@ void launch_lion_step(float* master, const void* grad, DT gdt, float* m, std::in
                       const optim::detail::LionConsts& c, void* param16, DT hdt, cudaStream_t s);
 // The 8-bit updates: one thread block per quantization block of kQ8Block elements (dequantize,
 // update each element with the constants of its run — `decayed` or `undecayed` — take the new
-// absmax, requantize). `runs` (device memory): nruns entries end << 1 | decayed covering [0, n)
-// in order; `codes` (device memory): AdamW8bit's {signed, unsigned} codes, Lion8bit's signed one.
+// absmax, requantize). `runs`: the decay runs covering [0, n) in order (Q8Runs). The codes are
+// the resident ones (ensure_q8_codes must have succeeded on the current device).
 void launch_adamw8bit_step(float* master, const void* grad, DT gdt, std::uint8_t* m_codes,
                            std::uint8_t* v_codes, float* m_absmax, float* v_absmax,
-                           std::int64_t n, const std::int64_t* runs, int nruns,
-                           const Q8Code* codes, const optim::detail::AdamWConsts& decayed,
+                           std::int64_t n, const Q8Runs& runs,
+                           const optim::detail::AdamWConsts& decayed,
                            const optim::detail::AdamWConsts& undecayed, void* param16, DT hdt,
                            cudaStream_t s);
 void launch_lion8bit_step(float* master, const void* grad, DT gdt, std::uint8_t* m_codes,
-                          float* m_absmax, std::int64_t n, const std::int64_t* runs, int nruns,
-                          const Q8Code* code, const optim::detail::LionConsts& decayed,
+                          float* m_absmax, std::int64_t n, const Q8Runs& runs,
+                          const optim::detail::LionConsts& decayed,
                           const optim::detail::LionConsts& undecayed, void* param16, DT hdt,
                           cudaStream_t s);
 

@@ -3,7 +3,6 @@
 // validation and errors, the same bits), so a step on the GPU is bitwise a step on the CPU.
 // ops.cpp has checked the tensors: master and the state f32, grad any float dtype, param16 (when
 // given) bf16 or f16, all of master's numel, contiguous, on one CUDA device.
-#include <cstring>
 #include <vector>
 
 #include "framework/backend/cuda/ops/common.hpp"
@@ -18,38 +17,30 @@ void* raw_or_null(const Tensor& t) { return t.defined() ? t.raw() : nullptr; }
 DT dt_or_bf16(const Tensor& t) { return t.defined() ? dt(t) : DT::bf16; }  // unused when undefined
 std::uint8_t* u8_ptr(const Tensor& t) { return static_cast<std::uint8_t*>(t.raw()); }
 
-// What an 8-bit kernel reads besides the tensors, in one device workspace: the decay runs
-// (end << 1 | decayed) and then the codes (AdamW8bit: signed, unsigned; Lion8bit: signed). Copied
-// from pageable host memory on the op's stream (cudaMemcpyAsync returns once it has taken the
-// bytes); the workspace is released after the kernel, stream-ordered.
-struct Q8Aux {
-  Tensor buf;
-  const std::int64_t* runs = nullptr;
-  const Q8Code* codes = nullptr;
-  int nruns = 0;
+// The decay runs as the kernels take them: by value when they fit in Q8Runs (nothing copied),
+// else in a workspace copied from pageable host memory on the op's stream (cudaMemcpyAsync
+// returns once it has taken the bytes; the workspace is released after the kernel,
+// stream-ordered).
+struct Q8RunArgs {
+  Tensor buf;  // defined only when the runs do not fit by value
+  Q8Runs runs;
 };
 
-Q8Aux q8_aux(const Tensor& like, std::span<const optim::DecayRun> runs, bool with_unsigned) {
-  static const Q8Code code_s = q8_code(optim::QuantMap::signed_dynamic);
-  static const Q8Code code_u = q8_code(optim::QuantMap::unsigned_dynamic);
-  const std::size_t run_bytes = runs.size() * sizeof(std::int64_t);
-  const std::size_t ncodes = with_unsigned ? 2 : 1;
-  std::vector<unsigned char> host(run_bytes + ncodes * sizeof(Q8Code));
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    const std::int64_t e = static_cast<std::int64_t>(runs[r].end) << 1 | (runs[r].decay ? 1 : 0);
-    std::memcpy(host.data() + r * sizeof(std::int64_t), &e, sizeof e);
+Q8RunArgs q8_run_args(const Tensor& like, std::span<const optim::DecayRun> runs) {
+  std::vector<std::int64_t> words(runs.size());
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    words[r] = static_cast<std::int64_t>(runs[r].end) << 1 | (runs[r].decay ? 1 : 0);
+  const int n = static_cast<int>(words.size());
+  Q8RunArgs a;
+  if (n > kQ8InlineRuns) {
+    const std::size_t bytes = words.size() * sizeof(std::int64_t);
+    a.buf = workspace(like, Shape{static_cast<std::int64_t>(bytes)}, DType::u8);
+    check_cuda(cudaMemcpyAsync(a.buf.raw(), words.data(), bytes, cudaMemcpyHostToDevice,
+                               stream_of(like)),
+               "the 8-bit update's decay runs");
   }
-  std::memcpy(host.data() + run_bytes, &code_s, sizeof(Q8Code));
-  if (with_unsigned) std::memcpy(host.data() + run_bytes + sizeof(Q8Code), &code_u, sizeof(Q8Code));
-  Q8Aux a;
-  a.buf = workspace(like, Shape{static_cast<std::int64_t>(host.size())}, DType::u8);
-  check_cuda(cudaMemcpyAsync(a.buf.raw(), host.data(), host.size(), cudaMemcpyHostToDevice,
-                             stream_of(like)),
-             "the 8-bit update's runs and codes");
-  auto* base = static_cast<unsigned char*>(a.buf.raw());
-  a.runs = reinterpret_cast<const std::int64_t*>(base);
-  a.codes = reinterpret_cast<const Q8Code*>(base + run_bytes);
-  a.nruns = static_cast<int>(runs.size());
+  a.runs = q8_runs(words.data(), n,
+                   a.buf.defined() ? static_cast<const std::int64_t*>(a.buf.raw()) : nullptr);
   return a;
 }
 }  // namespace
@@ -98,10 +89,10 @@ void adamw8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_co
   const optim::detail::AdamWConsts cd = optim::detail::adamw_consts(h, step, grad_scale);
   const optim::detail::AdamWConsts cn = optim::detail::adamw_consts(h0, step, grad_scale);
   if (master.numel() == 0) return;
-  const Q8Aux aux = q8_aux(master, runs, true);
+  check_cuda(ensure_q8_codes(), "the 8-bit optimizers' codes (copied once per device)");
+  const Q8RunArgs ra = q8_run_args(master, runs);
   launch_adamw8bit_step(f32_ptr(master), grad.raw(), dt(grad), u8_ptr(m_codes), u8_ptr(v_codes),
-                        f32_ptr(m_absmax), f32_ptr(v_absmax), master.numel(), aux.runs, aux.nruns,
-                        aux.codes, cd, cn, raw_or_null(param16), dt_or_bf16(param16),
+                        f32_ptr(m_absmax), f32_ptr(v_absmax), master.numel(), ra.runs, cd, cn, raw_or_null(param16), dt_or_bf16(param16),
                         stream_of(master));
   check_launch("adamw8bit_step");
 }
@@ -114,9 +105,10 @@ void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_cod
   optim::detail::LionConsts cn = cd;
   cn.decay = 1.0f;  // f(1 - lr * 0), as lion.cpp's undecayed runs
   if (master.numel() == 0) return;
-  const Q8Aux aux = q8_aux(master, runs, false);
+  check_cuda(ensure_q8_codes(), "the 8-bit optimizers' codes (copied once per device)");
+  const Q8RunArgs ra = q8_run_args(master, runs);
   launch_lion8bit_step(f32_ptr(master), grad.raw(), dt(grad), u8_ptr(m_codes), f32_ptr(m_absmax),
-                       master.numel(), aux.runs, aux.nruns, aux.codes, cd, cn,
+                       master.numel(), ra.runs, cd, cn,
                        raw_or_null(param16), dt_or_bf16(param16), stream_of(master));
   check_launch("lion8bit_step");
 }
