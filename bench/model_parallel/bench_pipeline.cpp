@@ -7,6 +7,13 @@
 // executor's pipeline wait over forward + backward + that wait, mean over stages) against 1F1B's
 // (pp − 1) / (m + pp − 1) for stages of equal cost.
 //
+// Then the interleaved schedule (strata.virtual_pipeline_stages v): for each v in --v and m in
+// --im, a pp = N job of v chunks per rank over a GPT of a multiple of N * max(v) blocks (the same
+// model for every v), its bubble relative to the ideal step — each rank's pipeline wait over its
+// forward + backward time, mean over ranks — against Narayanan et al.'s (pp − 1) / (v m), and the
+// ratio measured / formula (real runs on the CPU; the LM head makes the last chunk dearer, so the
+// chunks are not quite equal).
+//
 //   mpirun -np 2 build/release/bench/model_parallel/bench_pipeline [--layers 4 --embd 256 --micro 4]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -43,8 +50,11 @@ struct Job {
   std::vector<double> step_s;
   double busy_s = 0, wait_s = 0;  // this rank's compute and pipeline wait over the timed steps
 
-  Job(const nn::GptConfig& c, const Group& world, config::Config cfg, int pp, int accum) : gpt(c) {
+  Job(const nn::GptConfig& c, const Group& world, config::Config cfg, int pp, int accum,
+      int chunks = 1)
+      : gpt(c) {
     cfg.strata.pipeline_parallel_size = pp;
+    cfg.strata.virtual_pipeline_stages = chunks;
     cfg.gradient_accumulation_steps = accum;
     training = std::make_unique<Training>(cfg, world, gpt, TrainingExtras::on(&ledger));
   }
@@ -56,9 +66,13 @@ int main(int argc, char** argv) {
   CLI::App app{"Pipeline parallelism vs data parallelism on the same ranks: step time, bubble"};
   bench::ModelParallelRun run;
   std::vector<int> ms{2, 4, 8, 16};
+  std::vector<int> vs{1, 2, 4}, ims{4, 8, 16};
   run.add_options(app);
   app.add_option("--m", ms, "micro-batches per step of the pipeline (multiples of the ranks)")
       ->delimiter(',');
+  app.add_option("--v", vs, "model chunks per rank for the interleaved table")->delimiter(',');
+  app.add_option("--im", ims, "micro-batches per step for the interleaved table (multiples of the "
+                 "ranks)")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   const nn::GptConfig& gc = run.gpt;
   const int micro = run.micro;
@@ -70,6 +84,8 @@ int main(int argc, char** argv) {
     if (N < 2) user_fail("bench", "run under mpirun with 2 or more ranks");
     for (int m : ms)
       if (m % N != 0) user_fail("bench", "--m {} is not a multiple of the {} ranks", m, N);
+    for (int m : ims)
+      if (m % N != 0) user_fail("bench", "--im {} is not a multiple of the {} ranks", m, N);
     cpu::set_num_threads(run.threads);
     config::Config cfg;
     cfg.train_micro_batch_size_per_gpu = micro;
@@ -120,7 +136,41 @@ int main(int argc, char** argv) {
          << ", \"dp_step_ms\": " << td * 1e3 << ", \"pp_over_dp\": " << tp / td
          << ", \"bubble\": " << bubble << ", \"bubble_theory\": " << theory << "}";
     }
-    js << "]}";
+    js << "]";
+
+    // The interleaved schedule: one model of a multiple of N * max(v) blocks for every v.
+    if (!vs.empty() && !ims.empty()) {
+      const int vmax = *std::max_element(vs.begin(), vs.end());
+      nn::GptConfig gi = gc;
+      gi.n_layer = (std::max(gc.n_layer, N * vmax) + N * vmax - 1) / (N * vmax) * (N * vmax);
+      std::vector<std::unique_ptr<Job>> ijobs;
+      for (int v : vs)
+        for (int m : ims) ijobs.push_back(std::make_unique<Job>(gi, w, cfg, N, m, v));
+      bench::run_rounds(w, ijobs, run, step);
+      if (lead)
+        std::printf("\ninterleaved 1F1B, pp = %d, GPT L=%d (%d blocks per chunk at v=%d): bubble "
+                    "= pipeline wait / (forward + backward), mean over ranks\n"
+                    "%3s %4s %14s %14s %14s %12s\n",
+                    N, gi.n_layer, gi.n_layer / (N * vmax), vmax, "v", "m", "step ms",
+                    "bubble meas.", "(p-1)/(v m)", "meas./form.");
+      js << ", \"interleaved\": [";
+      std::size_t i = 0;
+      for (int v : vs)
+        for (int m : ims) {
+          Job& j = *ijobs[i];
+          const double meas = w.all_reduce_value(j.wait_s / j.busy_s, ReduceOp::avg);
+          const double form = static_cast<double>(N - 1) / (v * m);
+          const double t = bench::median_of(j.step_s);
+          if (lead)
+            std::printf("%3d %4d %14.1f %14.3f %14.3f %11.2fx\n", v, m, t * 1e3, meas, form,
+                        meas / form);
+          js << (i ? ", " : "") << "{\"v\": " << v << ", \"m\": " << m << ", \"step_ms\": "
+             << t * 1e3 << ", \"bubble\": " << meas << ", \"bubble_formula\": " << form << "}";
+          ++i;
+        }
+      js << "]";
+    }
+    js << "}";
     if (lead) std::printf("%s\n", js.str().c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -214,6 +214,9 @@ struct StrataSection {
   std::optional<DeviceType> device;
   std::int64_t tensor_parallel_size = 1;
   std::int64_t pipeline_parallel_size = 1;
+  // Model chunks per pipeline rank under the interleaved 1F1B schedule (Megatron-LM's virtual
+  // pipeline stages): rank r holds chunks r, r + pp, ...; 1 is plain 1F1B.
+  std::int64_t virtual_pipeline_stages = 1;
   bool activation_checkpointing = false;
   // Each unit's optimizer update runs as soon as its gradient is complete in the last
   // micro-batch's backward (Trainer::step_unit): no whole-model gradient is kept, and offloaded

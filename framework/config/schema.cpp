@@ -245,6 +245,12 @@ constexpr KeySpec kSchema[] = {
     {"strata.pipeline_parallel_size", K::integer, "1",
      "Pipeline stages: consecutive layers per rank, 1F1B over the gradient_accumulation_steps "
      "micro-batches (docs/parallelism.md)."},
+    {"strata.virtual_pipeline_stages", K::integer, "1",
+     "Model chunks per pipeline rank: the interleaved 1F1B schedule (Megatron-LM's virtual "
+     "pipeline stages) cuts the model into pipeline_parallel_size × this many chunks, rank r "
+     "holding chunks r, r + pp, ...; the bubble falls to (pp − 1)/(v·m) of the ideal step. Needs "
+     "pipeline_parallel_size ≥ 2, n_layer ≥ pp × v (chunks are cut by cost like stages) and gradient_accumulation_steps a "
+     "multiple of pp (docs/parallelism.md)."},
     {"strata.activation_checkpointing", K::boolean, "false",
      "Drop each block's saved activations and recompute them in backward."},
     {"strata.allow_tf32", K::boolean, "false",

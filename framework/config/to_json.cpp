@@ -172,6 +172,7 @@ json strata_json(const StrataSection& s) {
       {"device", !s.device ? "auto" : *s.device == DeviceType::cuda ? "cuda" : "cpu"},
       {"tensor_parallel_size", s.tensor_parallel_size},
       {"pipeline_parallel_size", s.pipeline_parallel_size},
+      {"virtual_pipeline_stages", s.virtual_pipeline_stages},
       {"activation_checkpointing", s.activation_checkpointing},
       {"optimizer_in_backward", s.optimizer_in_backward},
       {"allow_tf32", s.allow_tf32},

@@ -169,6 +169,29 @@ void check_rules(const Config& c, Problems& p) {
               "strata.pipeline_parallel_size {} is more than strata.model.n_layer {}; every "
               "pipeline stage needs at least one block",
               st.pipeline_parallel_size, m.n_layer);
+  if (st.virtual_pipeline_stages > 1) {
+    const std::int64_t pp = st.pipeline_parallel_size, v = st.virtual_pipeline_stages;
+    if (pp == 1 && ok(p, {"strata.virtual_pipeline_stages", "strata.pipeline_parallel_size"}))
+      p.mistake("strata.virtual_pipeline_stages",
+                "strata.virtual_pipeline_stages {} needs strata.pipeline_parallel_size 2 or more "
+                "(it is 1): set strata.virtual_pipeline_stages to 1, or pipeline_parallel_size > 1",
+                v);
+    else if (m.n_layer < pp * v &&
+             ok(p, {"strata.model.n_layer", "strata.pipeline_parallel_size",
+                    "strata.virtual_pipeline_stages"}))
+      p.mistake("strata.virtual_pipeline_stages",
+                "strata.pipeline_parallel_size {} × strata.virtual_pipeline_stages {} = {} model "
+                "chunks is more than strata.model.n_layer {}; every chunk needs at least one block",
+                pp, v, pp * v, m.n_layer);
+    else if (c.gradient_accumulation_steps > 0 && c.gradient_accumulation_steps % pp != 0 &&
+             ok(p, {"gradient_accumulation_steps", "strata.pipeline_parallel_size",
+                    "strata.virtual_pipeline_stages"}))
+      p.mistake("strata.virtual_pipeline_stages",
+                "gradient_accumulation_steps {} is not a multiple of strata.pipeline_parallel_size "
+                "{}: the interleaved schedule (strata.virtual_pipeline_stages {}) runs micro-batches "
+                "in groups of pipeline_parallel_size; make it a multiple, or set "
+                "virtual_pipeline_stages to 1", c.gradient_accumulation_steps, pp, v);
+  }
   if (st.sample.tokens > 0 && st.pipeline_parallel_size > 1 &&
       ok(p, {"strata.sample.tokens", "strata.pipeline_parallel_size"}))
     p.mistake("strata.sample.tokens",

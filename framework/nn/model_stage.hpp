@@ -63,6 +63,20 @@ class ModelStage {
   // stage's parameter gradients and returns d(loss)/d(input) (undefined on the first stage).
   virtual Tensor backward(Context& ctx, const Tensor& output_grad, float scale) = 0;
 
+  // Model chunks this stage holds under the interleaved schedule (InterleavedStage: rank index of
+  // count holds virtual stages index, index + count, ...); a plain stage is its one chunk 0.
+  // Chunk c is virtual stage c * count() + index() of count() * chunks(). The chunk calls below
+  // name units by this stage's ids, like units().
+  virtual int chunks() const { return 1; }
+  virtual std::vector<UnitUse> chunk_unit_schedule(int chunk) const;
+  virtual StageOutput forward_chunk(Context& ctx, const Batch& batch, const Tensor& input,
+                                    int chunk);
+  virtual Tensor backward_chunk(Context& ctx, const Tensor& output_grad, float scale, int chunk);
+  // Whether chunk c is the model's first / last virtual stage (reads the batch's inputs / ends in
+  // the loss).
+  bool chunk_is_first(int chunk) const { return chunk == 0 && is_first(); }
+  bool chunk_is_last(int chunk) const { return chunk == chunks() - 1 && is_last(); }
+
  private:
   int index_, count_;
 };

@@ -19,9 +19,7 @@ std::vector<nn::UnitUse> unit_uses(const nn::Model& model, const PipelineSetup& 
                                    const EngineOptions& opts) {
   if (!pipe.stage) return model.unit_schedule();
   STRATA_CHECK(opts.accumulation >= 1, "engine", "accumulation {} must be >= 1", opts.accumulation);
-  return step_unit_schedule(*pipe.stage, pipeline::one_f_one_b(pipe.stage->count(),
-                                                                pipe.stage->index(),
-                                                                opts.accumulation));
+  return step_unit_schedule(*pipe.stage, stage_actions(*pipe.stage, opts.accumulation));
 }
 
 std::string first_line(const std::exception_ptr& e) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "framework/backend/math_mode.hpp"
+#include "framework/nn/interleaved_stage.hpp"
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
 #include "offload/value_shard_store.hpp"
@@ -202,7 +203,15 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   // reads them there (docs/offload.md).
   if (grid_.pp_size() == 1) so.grad_store = offload::make_grad_shard_store(cfg_, world.rank(), memory);
   // With pipeline stages this rank holds (and runs) only its stage's units.
-  if (grid_.pp_size() > 1) stage_ = model.stage(grid_.coords().pp, grid_.pp_size());
+  // With strata.virtual_pipeline_stages v > 1 a rank holds v chunks of the model cut into pp * v.
+  const int chunks = checked_int(cfg_.strata.virtual_pipeline_stages, "strata.virtual_pipeline_stages");
+  if (chunks > 1 && grid_.pp_size() == 1)
+    user_fail("engine", "strata.virtual_pipeline_stages {} needs strata.pipeline_parallel_size 2 or "
+              "more (it is 1): set strata.virtual_pipeline_stages to 1", chunks);
+  if (grid_.pp_size() > 1)
+    stage_ = chunks > 1 ? std::make_unique<nn::InterleavedStage>(model, grid_.coords().pp,
+                                                                 grid_.pp_size(), chunks)
+                        : model.stage(grid_.coords().pp, grid_.pp_size());
   store_ = std::make_unique<nn::ParamStore>(stage_ ? stage_->units() : model.units(), so);
   store_->initialize(cfg_.strata.seed);  // each rank initialises only what it stores
   // Optimizer state: beside the parameters, or offloaded to host memory / NVMe swap files.

@@ -3,15 +3,23 @@
 #include <chrono>
 
 #include "framework/backend/stream.hpp"
+#include "parallel/pipeline/simulate.hpp"
 
 namespace strata::parallel {
 
 namespace {
 
-// Tags on the pipeline group: the activation and the gradient of micro-batch i (mod 16383, in
-// order: MPI matches messages between two ranks with the same tag in the order they were posted).
-int activation_tag(int micro) { return 2 * (micro % 16383); }
-int gradient_tag(int micro) { return 2 * (micro % 16383) + 1; }
+// Tags on the pipeline group: the activation and the gradient of micro-batch i crossing the
+// boundary after virtual stage b of V (mod 16383, in order: MPI matches messages between two
+// ranks with the same tag in the order they were posted). With interleaving two ranks share
+// several boundaries (pp 2: rank 0 -> 1 after virtual stages 0 and 2).
+int boundary_key(int micro, int boundary, int virtuals) { return (micro * virtuals + boundary) % 16383; }
+int activation_tag(int micro, int boundary, int virtuals) {
+  return 2 * boundary_key(micro, boundary, virtuals);
+}
+int gradient_tag(int micro, int boundary, int virtuals) {
+  return 2 * boundary_key(micro, boundary, virtuals) + 1;
+}
 constexpr int kEvalTag = 32766;
 
 }  // namespace
@@ -25,12 +33,14 @@ Group pipeline_tied_group(const Grid& grid, bool has_tied) {
 
 std::vector<nn::UnitUse> step_unit_schedule(const nn::ModelStage& stage,
                                             const std::vector<pipeline::Action>& actions) {
-  const std::vector<nn::UnitUse> one = stage.unit_schedule();
-  std::vector<nn::UnitUse> fwd, bwd;
-  for (const nn::UnitUse& u : one) (u.backward ? bwd : fwd).push_back(u);
+  // Each chunk's forward and backward parts of one micro-batch.
+  std::vector<std::vector<nn::UnitUse>> fwd(static_cast<std::size_t>(stage.chunks())), bwd = fwd;
+  for (int c = 0; c < stage.chunks(); ++c)
+    for (const nn::UnitUse& u : stage.chunk_unit_schedule(c))
+      (u.backward ? bwd : fwd)[static_cast<std::size_t>(c)].push_back(u);
   std::vector<nn::UnitUse> out;
   for (const pipeline::Action& a : actions) {
-    const auto& part = a.pass == pipeline::Pass::forward ? fwd : bwd;
+    const auto& part = (a.pass == pipeline::Pass::forward ? fwd : bwd)[static_cast<std::size_t>(a.chunk)];
     out.insert(out.end(), part.begin(), part.end());
   }
   return out;
@@ -60,7 +70,12 @@ PipelineExecutor::PipelineExecutor(PipelineSetup setup, nn::ParamStore& store, Z
   STRATA_CHECK(setup_.pp.size() == s.count() && setup_.pp.rank() == s.index(), "pipeline",
                "stage {} of {} on rank {} of the pipeline group {}", s.index(), s.count(),
                setup_.pp.rank(), setup_.pp.describe());
-  actions_ = pipeline::one_f_one_b(s.count(), s.index(), micro_batches);
+  actions_ = stage_actions(s, micro_batches);
+}
+
+std::vector<pipeline::Action> stage_actions(const nn::ModelStage& stage, int micro_batches) {
+  return pipeline::interleaved_one_f_one_b(stage.count(), stage.index(), micro_batches,
+                                           stage.chunks());
 }
 
 void PipelineExecutor::wait(const Work& w) {
@@ -79,8 +94,11 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
                              float scale, const Compute& compute) {
   nn::ModelStage& stage = *setup_.stage;
   const Group& pp = setup_.pp;
-  const int me = stage.index();
+  const int me = stage.index(), P = stage.count(), chunks = stage.chunks(), V = P * chunks;
+  const int before = (me + P - 1) % P, after = (me + 1) % P;  // the neighbouring ranks (a ring)
   const std::shared_ptr<nn::SavedState> outside = ctx.saved;
+  // The virtual stage of this rank's chunk c: c * pp + me.
+  auto virt = [&](int chunk) { return chunk * P + me; };
   // Receives, by action: posted one action ahead so that the transfer overlaps compute.
   struct Incoming {
     Tensor buf;
@@ -93,8 +111,8 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
     const pipeline::Action& a = actions_[k];
     const bool fw = a.pass == pipeline::Pass::forward;
     Tensor buf = ctx.act(fw ? in_shape : out_shape);
-    incoming[k].work = fw ? pp.recv(buf, me - 1, activation_tag(a.micro))
-                          : pp.recv(buf, me + 1, gradient_tag(a.micro));
+    incoming[k].work = fw ? pp.recv(buf, before, activation_tag(a.micro, virt(a.chunk) - 1, V))
+                          : pp.recv(buf, after, gradient_tag(a.micro, virt(a.chunk), V));
     incoming[k].buf = std::move(buf);
   };
   auto take = [&](std::size_t k) {
@@ -103,11 +121,26 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
     incoming[k] = {};
     return t;
   };
-  std::size_t last_backward = 0;
-  for (std::size_t k = 0; k < actions_.size(); ++k)
-    if (actions_[k].pass == pipeline::Pass::backward) last_backward = k;
+  // Each chunk's last backward: its units' gradients of the step are complete after it.
+  std::vector<bool> last_of_chunk(actions_.size(), false);
+  {
+    std::vector<bool> seen(static_cast<std::size_t>(chunks), false);
+    for (std::size_t k = actions_.size(); k-- > 0;) {
+      const pipeline::Action& a = actions_[k];
+      if (a.pass != pipeline::Pass::backward || seen[static_cast<std::size_t>(a.chunk)]) continue;
+      seen[static_cast<std::size_t>(a.chunk)] = true;
+      last_of_chunk[k] = true;
+    }
+  }
+  // Receives posted ahead (pipeline::executor_execution, which simulate() shows deadlock-free).
+  const int ahead = pipeline::executor_execution(chunks).receives_ahead;
 
-  std::vector<std::shared_ptr<nn::SavedState>> saved(static_cast<std::size_t>(micro_batches_));
+  // A saved state per (chunk, micro-batch) in flight.
+  std::vector<std::shared_ptr<nn::SavedState>> saved(
+      static_cast<std::size_t>(micro_batches_) * static_cast<std::size_t>(chunks));
+  // With several chunks a micro-batch's later chunks run after other micro-batches' forwards:
+  // its batch is kept (a copy) from its chunk 0 forward to its last chunk's.
+  std::vector<nn::Batch> kept(chunks > 1 ? static_cast<std::size_t>(micro_batches_) : 0);
   std::vector<Work> sends;
   int in_flight = 0;
   peak_in_flight_ = 0;
@@ -116,34 +149,47 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
     for (std::size_t k = 0; k < actions_.size(); ++k) {
       const pipeline::Action& a = actions_[k];
       post(k);
-      for (std::size_t j = k + 1; j < actions_.size(); ++j)
+      for (std::size_t j = k + 1, n = 0; j < actions_.size() && n < static_cast<std::size_t>(ahead); ++j)
         if (actions_[j].recv) {
           post(j);
-          break;
+          ++n;
         }
       // The previous action's send completes before this one computes (pipeline::Execution with
       // send_window 1, deadlock-free for 1F1B): at most one output waits for its receiver.
       for (const Work& w : sends) wait(w);
       sends.clear();
-      auto& slot = saved[static_cast<std::size_t>(a.micro)];
+      auto& slot = saved[static_cast<std::size_t>(a.micro) * static_cast<std::size_t>(chunks) +
+                         static_cast<std::size_t>(a.chunk)];
       if (a.pass == pipeline::Pass::forward) {
-        next(batch);
+        nn::Batch* in = &batch;
+        if (chunks > 1) {
+          auto& mine = kept[static_cast<std::size_t>(a.micro)];
+          if (a.chunk == 0) {
+            next(batch);
+            mine = batch.clone();
+          }
+          in = &mine;
+        } else {
+          next(batch);
+        }
         Tensor input = a.recv ? take(k) : Tensor();
         slot = std::make_shared<nn::SavedState>();
         ctx.saved = slot;
         peak_in_flight_ = std::max(peak_in_flight_, ++in_flight);
         nn::StageOutput out;
-        compute(false, [&] { out = stage.forward(ctx, batch, input); });
+        compute(false, [&] { out = stage.forward_chunk(ctx, *in, input, a.chunk); });
         input = {};
-        if (stage.is_last()) loss_sum += out.loss;
-        if (a.send) sends.push_back(pp.send(out.activation, me + 1, activation_tag(a.micro)));
+        if (chunks > 1 && a.chunk == chunks - 1) kept[static_cast<std::size_t>(a.micro)] = {};
+        if (stage.chunk_is_last(a.chunk)) loss_sum += out.loss;
+        if (a.send)
+          sends.push_back(pp.send(out.activation, after, activation_tag(a.micro, virt(a.chunk), V)));
       } else {
         Tensor grad = a.recv ? take(k) : Tensor();
         ctx.saved = slot;
-        hooks_.set_sync(k == last_backward);
+        hooks_.set_sync(last_of_chunk[k]);
         Tensor grad_in;
         compute(true, [&] {
-          grad_in = stage.backward(ctx, grad, scale);
+          grad_in = stage.backward_chunk(ctx, grad, scale, a.chunk);
           hooks_.end_backward();
         });
         grad = {};
@@ -152,7 +198,8 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
                      me, slot->size(), a.micro);
         slot.reset();
         --in_flight;
-        if (a.send) sends.push_back(pp.send(grad_in, me - 1, gradient_tag(a.micro)));
+        if (a.send)
+          sends.push_back(pp.send(grad_in, before, gradient_tag(a.micro, virt(a.chunk) - 1, V)));
       }
     }
     for (const Work& w : sends) wait(w);
@@ -192,16 +239,20 @@ double PipelineExecutor::from_last_stage(double v) const {
 double PipelineExecutor::eval_loss(const nn::Batch& batch, nn::Context ctx) {
   nn::ModelStage& stage = *setup_.stage;
   const Group& pp = setup_.pp;
-  const int me = stage.index();
+  const int me = stage.index(), P = stage.count();
   ctx.grad_enabled = false;
-  Tensor input;
-  if (!stage.is_first()) {
-    input = ctx.act(stage.input_shape(batch));
-    wait(pp.recv(input, me - 1, kEvalTag));
+  double loss = 0;
+  for (int c = 0; c < stage.chunks(); ++c) {  // virtual stages c * pp + me, in order
+    Tensor input;
+    if (!stage.chunk_is_first(c)) {
+      input = ctx.act(stage.input_shape(batch));
+      wait(pp.recv(input, (me + P - 1) % P, kEvalTag));
+    }
+    const nn::StageOutput out = stage.forward_chunk(ctx, batch, input, c);
+    if (!stage.chunk_is_last(c)) wait(pp.send(out.activation, (me + 1) % P, kEvalTag));
+    if (stage.chunk_is_last(c)) loss = out.loss;
   }
-  const nn::StageOutput out = stage.forward(ctx, batch, input);
-  if (!stage.is_last()) wait(pp.send(out.activation, me + 1, kEvalTag));
-  return from_last_stage(out.loss);
+  return from_last_stage(loss);
 }
 
 }  // namespace strata::parallel

@@ -1,9 +1,10 @@
-// PipelineExecutor: one stage's part of a training step under the 1F1B schedule — the forward and
-// backward passes of the step's micro-batches in the schedule's order, each micro-batch's saved
-// activations in a SavedState of its own while it is in flight, activations and their gradients
-// sent to and received from the neighbouring stages without blocking compute (each receive posted
-// one action ahead, each send completed before the next action's compute: pipeline::Execution
-// with send_window 1, which simulate() shows deadlock-free), and the tied units' gradients summed
+// PipelineExecutor: one stage's part of a training step under the 1F1B schedule (interleaved when
+// the stage holds several model chunks) — the forward and backward passes of the step's
+// micro-batches in the schedule's order, each (chunk, micro-batch)'s saved activations in a
+// SavedState of its own while it is in flight, activations and their gradients sent to and
+// received from the neighbouring virtual stages without blocking compute (receives posted one
+// action ahead, two with chunks, each send completed before the next action's compute:
+// pipeline::executor_execution, which simulate() shows deadlock-free), and the tied units' gradients summed
 // over the stages that share them. DataParallelEngine owns one when pipeline_parallel_size > 1
 // and runs the rest of the step (ZeRO reductions, optimizer) as it does without.
 #pragma once
@@ -44,6 +45,10 @@ std::vector<nn::UnitUse> step_unit_schedule(const nn::ModelStage& stage,
 // pipeline's stages; the tied copies a stage does not own are left out of the gradient norm.
 train::ShardReductions pipeline_reductions(train::ShardReductions inner, const Group& pp,
                                            const nn::ModelStage& stage);
+
+// The action list a rank runs for `stage` over `micro_batches`: 1F1B, or with several chunks the
+// interleaved 1F1B schedule (pipeline::interleaved_one_f_one_b).
+std::vector<pipeline::Action> stage_actions(const nn::ModelStage& stage, int micro_batches);
 
 class PipelineExecutor {
  public:

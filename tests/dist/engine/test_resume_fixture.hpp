@@ -90,6 +90,7 @@ struct JobSpec {
   int stage = 0;
   int micro = 2, accum = 2;
   int pp = 1;          // pipeline stages (the data is split over dp = world / (tp * pp))
+  int vpp = 1;         // model chunks per pipeline stage (the interleaved schedule)
   int tp = 1;          // tensor-parallel parts
   std::string tokens;  // token file
   parallel::CheckpointOptions ckpt;
@@ -114,6 +115,7 @@ struct Job {
     cfg.strata.checkpoint.keep_every = s.ckpt.retention.keep_every;
     cfg.strata.checkpoint.async = s.ckpt.async;
     cfg.strata.pipeline_parallel_size = s.pp;
+    cfg.strata.virtual_pipeline_stages = s.vpp;
     cfg.strata.tensor_parallel_size = s.tp;
     cfg.zero_optimization.offload_optimizer.device = s.offload;
     if (s.offload == config::OffloadDevice::nvme) {

@@ -191,6 +191,20 @@ const BadConfig kBad[] = {
     {"MoreStagesThanLayers",
      "{" MICRO R"(, "strata": {"pipeline_parallel_size": 4, "model": {"n_layer": 2}}})",
      {"strata.pipeline_parallel_size 4 is more than strata.model.n_layer 2"}},
+    {"VirtualStagesWithoutPipeline",
+     "{" MICRO R"(, "strata": {"virtual_pipeline_stages": 2}})",
+     {"strata.virtual_pipeline_stages 2 needs strata.pipeline_parallel_size 2 or more (it is 1)"}},
+    {"MoreChunksThanLayers",
+     "{" MICRO R"(, "strata": {"pipeline_parallel_size": 2, "virtual_pipeline_stages": 4, "model": {"n_layer": 6}}})",
+     {"strata.pipeline_parallel_size 2 × strata.virtual_pipeline_stages 4 = 8 model chunks is "
+      "more than strata.model.n_layer 6; every chunk needs at least one block"}},
+    {"VirtualStagesWithMicroBatchesNotInGroups",
+     R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 3, "strata": {"pipeline_parallel_size": 2, "virtual_pipeline_stages": 2, "model": {"n_layer": 4}}})",
+     {"gradient_accumulation_steps 3 is not a multiple of strata.pipeline_parallel_size 2: the "
+      "interleaved schedule"}},
+    {"VirtualStagesZero",
+     "{" MICRO R"(, "strata": {"virtual_pipeline_stages": 0}})",
+     {"strata.virtual_pipeline_stages is 0; allowed: an integer >= 1"}},
     {"SamplingWithPipelineStages",
      "{" MICRO R"(, "strata": {"pipeline_parallel_size": 2, "sample": {"tokens": 8}}})",
      {"strata.sample.tokens 8 with strata.pipeline_parallel_size 2: sampling runs the whole model "
