@@ -10,6 +10,8 @@
 # In: STRATA_HEADERS_SOURCE_DIR (the source root), STRATA_HEADERS_PUBLIC (the public headers,
 # relative to the source root: include/strata/*.hpp), STRATA_HEADERS_GENERATED (generated headers,
 # absolute, installed as they are under include/strata/), CMAKE_INSTALL_PREFIX, DESTDIR.
+cmake_policy(PUSH)
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST): install scripts run without the project's policies
 set(_dest "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/include/strata")
 set(_project_dirs "framework|offload|parallel")
 set(_queue ${STRATA_HEADERS_PUBLIC})
@@ -41,3 +43,4 @@ endwhile()
 # file(INSTALL) adds DESTDIR itself.
 file(INSTALL DESTINATION "${CMAKE_INSTALL_PREFIX}/include/strata" TYPE FILE
   FILES ${STRATA_HEADERS_GENERATED})
+cmake_policy(POP)

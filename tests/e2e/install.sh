@@ -34,10 +34,17 @@ done
 # Installed headers include each other under strata/ (one include root).
 bad=$(grep -rhE '#include "(framework|parallel|offload)/' "$p/include" | head -3)
 [[ -z $bad ]] || die "installed headers include by source-tree paths: $bad"
-# No path of this machine's trees in any installed file (text or binary).
-for d in "$source" "$build"; do
-  hits=$(grep -rlF "$d" "$p" | head -5)
-  [[ -z $hits ]] || die "installed files name $d: $hits"
+# No path of this machine's trees in any installed file: none in a text file (package, headers,
+# strata.pc); in the libraries and programs, none but the directory nvcc's -lineinfo records for
+# the CUDA kernels' line tables (a profiler's source mapping, like DWARF's directories: nothing
+# reads it to run, and nvcc has no prefix map for it).
+lineinfo="^$build(/\.\.)+/framework/backend/cuda(/[a-z_]+)*\$"
+for f in $(grep -rlF -e "$source" -e "$build" "$p"); do
+  if grep -qI . "$f"; then
+    die "the installed text file $f names a path of this machine: $(grep -nF -e "$source" -e "$build" "$f" | head -2)"
+  fi
+  hits=$(strings -a "$f" | grep -F -e "$source" -e "$build" | grep -vE "$lineinfo" | sort -u | head -3)
+  [[ -z $hits ]] || die "the installed $f names a path of this machine: $hits"
 done
 mv "$p" "$work/moved"  # relocatable: everything below uses the moved prefix
 p="$work/moved"
@@ -46,7 +53,7 @@ echo "installed $(find "$p" -type f | wc -l) files ($(find "$p/include" -type f 
 # 2. Versions agree: the package, strata/version.hpp, `strata version`.
 v_cmd=$("$p/bin/strata" version | head -1 | grep -oE '[0-9]+\.[0-9]+\.[0-9]+')
 v_hdr=$(grep -oE 'STRATA_VERSION_STRING "[^"]+"' "$p/include/strata/version.hpp" | cut -d'"' -f2)
-v_pkg=$(grep -oE 'set\(PACKAGE_VERSION "[^"]+"' "$p/lib/cmake/Strata/StrataConfigVersion.cmake" | cut -d'"' -f2)
+v_pkg=$(grep -oE '^set\(PACKAGE_VERSION "[^"]+"' "$p/lib/cmake/Strata/StrataConfigVersion.cmake" | cut -d'"' -f2)
 [[ -n $v_cmd && $v_cmd == "$v_hdr" && $v_cmd == "$v_pkg" ]] ||
   die "versions disagree: strata version '$v_cmd', version.hpp '$v_hdr', package '$v_pkg'"
 
@@ -93,7 +100,7 @@ pkg-config --exists strata || die "pkg-config does not find strata.pc"
 echo '#include <strata/training.hpp>' | "$cxx" -std=c++20 -fsyntax-only $(pkg-config --cflags strata) -x c++ - ||
   die "pkg-config --cflags strata does not compile strata/training.hpp"
 # shellcheck disable=SC2046
-"$cxx" $(find "$work/mixer-build" -name '*.o') $(pkg-config --libs strata) -o "$work/mixer-pc" ||
+"$cxx" "$work"/mixer-build/CMakeFiles/mixer.dir/*.o $(pkg-config --libs strata) -o "$work/mixer-pc" ||
   die "the example's objects do not link with pkg-config --libs strata"
 "$work/mixer-pc" --help >/dev/null || die "the example linked through pkg-config does not run"
 
