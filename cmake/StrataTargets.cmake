@@ -1,7 +1,12 @@
 # Helpers that declare Strata's libraries, tests and benchmarks with common flags.
 add_library(strata_flags INTERFACE)
+# Warnings for Strata's own code only (BUILD_INTERFACE: not for a program built against an
+# installed Strata). __FILE__ (the check macros' messages) relative to the source root, so no
+# library names a path of the build machine (an installed Strata can be moved: StrataInstall.cmake).
 target_compile_options(strata_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  $<BUILD_INTERFACE:$<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>>
+  $<BUILD_INTERFACE:$<$<COMPILE_LANGUAGE:CXX>:-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=>>
+  $<BUILD_INTERFACE:$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=>>)
 target_include_directories(strata_flags INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}> $<INSTALL_INTERFACE:include>)
 # STRATA_BUILD_FUZZERS (clang only, by hand): coverage for libFuzzer in every target
