@@ -50,13 +50,16 @@ struct Bf16 {
   bool automatic = false;
 };
 
+// The type when optimizer.type is not given.
+inline constexpr std::string_view kDefaultOptimizer = "AdamW";
+
 // `optimizer`: its type and the values of that type's parameters, each type's spec declaring
 // which it takes, with their kinds, ranges and defaults (framework/optim/hparams; the optimizer
 // object makes its typed hyperparameters from them: optim/optimizers).
 struct Optimizer {
-  std::string type = "AdamW";  // the spec's name, as the config writes it
-  optim::HValues params;       // every parameter of the type, defaults filled in
-  Optimizer();                 // AdamW with its defaults
+  std::string type;         // the spec's name, as the config writes it
+  optim::HValues params;    // every parameter of the type, defaults filled in
+  Optimizer();              // kDefaultOptimizer with its defaults
   // `type` (a registered name) with its defaults.
   explicit Optimizer(std::string_view type);
   const optim::OptimizerSpec& spec() const { return optim::optimizer_spec(type); }

@@ -3,7 +3,7 @@
 
 namespace strata::config {
 
-Optimizer::Optimizer() : Optimizer("AdamW") {}
+Optimizer::Optimizer() : Optimizer(kDefaultOptimizer) {}
 
 Optimizer::Optimizer(std::string_view t)
     : type(optim::optimizer_spec(t).name), params(optim::optimizer_spec(t).defaults()) {}

@@ -381,10 +381,10 @@ class ParamReport final : public optim::HReport {
 };
 
 // optimizer.type: a registered type (any letter case), or a problem and nullptr: a DeepSpeed type
-// Strata does not implement (deepspeed_optimizer names it) or a mistake. Absent: AdamW.
+// Strata does not implement (deepspeed_optimizer names it) or a mistake. Absent: the default.
 const optim::OptimizerSpec* read_optimizer_type(const Reader& r) {
   const std::string path = "optimizer.type";
-  if (!r.has(path)) return &optim::optimizer_spec("AdamW");
+  if (!r.has(path)) return &optim::optimizer_spec(kDefaultOptimizer);
   const std::string given = r.at(path)->get<std::string>();
   std::vector<std::string> names;
   std::string allowed;
