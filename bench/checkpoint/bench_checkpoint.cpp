@@ -161,7 +161,7 @@ int run(const Options& o, const parallel::Group& w) {
   config::Config cfg;  // fp32 AdamW, lr 1e-4, seed 1
   cfg.train_micro_batch_size_per_gpu = o.micro;
   cfg.gradient_accumulation_steps = 1;
-  cfg.optimizer.lr = 1e-4;
+  cfg.optimizer.params.set("lr", 1e-4);
   cfg.strata.seed = 1;
   cfg.zero_optimization.stage = o.stage;
   parallel::Training job(cfg, w, model);

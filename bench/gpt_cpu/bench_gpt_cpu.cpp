@@ -101,10 +101,10 @@ int main(int argc, char** argv) {
     config::Config cfg;  // gpt_torch.py's configure_optimizer: AdamW lr 1e-3, betas (0.9, 0.95)
     cfg.train_micro_batch_size_per_gpu = B;
     cfg.gradient_accumulation_steps = 1;
-    cfg.optimizer.lr = 1e-3;
-    cfg.optimizer.betas = {0.9, 0.95};
-    cfg.optimizer.eps = 1e-8;
-    cfg.optimizer.weight_decay = 0.1;
+    cfg.optimizer.params.set("lr", 1e-3);
+    cfg.optimizer.params.set("betas", optim::HPair{0.9, 0.95});
+    cfg.optimizer.params.set("eps", 1e-8);
+    cfg.optimizer.params.set("weight_decay", 0.1);
     cfg.bf16.enabled = dtype == "bf16";
     cfg.strata.seed = seed;
     cfg.strata.activation_checkpointing = checkpointing;

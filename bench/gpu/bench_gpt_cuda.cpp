@@ -81,10 +81,10 @@ int main(int argc, char** argv) {
     config::Config cfg;  // as pytorch_gpt2.py: AdamW lr 6e-4, betas (0.9, 0.95), wd 0.1, clip 1
     cfg.train_micro_batch_size_per_gpu = B;
     cfg.gradient_accumulation_steps = 1;
-    cfg.optimizer.lr = 6e-4;
-    cfg.optimizer.betas = {0.9, 0.95};
-    cfg.optimizer.eps = 1e-8;
-    cfg.optimizer.weight_decay = 0.1;
+    cfg.optimizer.params.set("lr", 6e-4);
+    cfg.optimizer.params.set("betas", optim::HPair{0.9, 0.95});
+    cfg.optimizer.params.set("eps", 1e-8);
+    cfg.optimizer.params.set("weight_decay", 0.1);
     cfg.gradient_clipping = 1.0;
     cfg.bf16.enabled = dtype == "bf16";
     cfg.strata.seed = seed;

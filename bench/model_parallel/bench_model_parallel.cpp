@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
     cpu::set_num_threads(run.threads);
     config::Config cfg;
     cfg.train_micro_batch_size_per_gpu = micro;
-    cfg.optimizer.betas = {0.9, 0.95};
-    cfg.optimizer.weight_decay = 0.1;
+    cfg.optimizer.params.set("betas", optim::HPair{0.9, 0.95});
+    cfg.optimizer.params.set("weight_decay", 0.1);
     std::vector<Layout> layouts{{fmt::format("dp {}", N), 1, 1},
                                 {fmt::format("tp {}", N), N, 1},
                                 {fmt::format("pp {}", N), 1, N}};

@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
     cpu::set_num_threads(run.threads);
     config::Config cfg;
     cfg.train_micro_batch_size_per_gpu = micro;
-    cfg.optimizer.betas = {0.9, 0.95};
-    cfg.optimizer.weight_decay = 0.1;
+    cfg.optimizer.params.set("betas", optim::HPair{0.9, 0.95});
+    cfg.optimizer.params.set("weight_decay", 0.1);
     // For each m: the pipeline job (index 2i) and the data-parallel one (2i + 1).
     std::vector<std::unique_ptr<Job>> jobs;
     for (int m : ms) {

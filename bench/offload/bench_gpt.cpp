@@ -138,10 +138,10 @@ int main(int argc, char** argv) {
     config::Config cfg;
     cfg.train_micro_batch_size_per_gpu = micro;
     cfg.gradient_accumulation_steps = 1;
-    cfg.optimizer.lr = 1e-4;
-    if (optimizer == "AdamW8bit") cfg.optimizer.type = config::OptimizerType::adamw8bit;
-    else if (optimizer == "Adafactor") cfg.optimizer.type = config::OptimizerType::adafactor;
+    if (optimizer == "AdamW8bit") cfg.optimizer = config::Optimizer("AdamW8bit");
+    else if (optimizer == "Adafactor") cfg.optimizer = config::Optimizer("Adafactor");
     else if (optimizer != "AdamW") user_fail("bench", "--optimizer must be AdamW, AdamW8bit or Adafactor, not {}", optimizer);
+    cfg.optimizer.params.set("lr", 1e-4);
     cfg.gradient_clipping = clip >= 0 ? clip : in_backward ? 0.0 : 1.0;
     cfg.strata.optimizer_in_backward = in_backward;
     cfg.bf16.enabled = bf16;

@@ -113,8 +113,8 @@ int main(int argc, char** argv) {
     config::Config cfg;
     cfg.train_micro_batch_size_per_gpu = micro;
     cfg.gradient_accumulation_steps = accum;
-    cfg.optimizer.betas = {0.9, 0.95};
-    cfg.optimizer.weight_decay = 0.1;
+    cfg.optimizer.params.set("betas", optim::HPair{0.9, 0.95});
+    cfg.optimizer.params.set("weight_decay", 0.1);
     cfg.zero_optimization.reduce_bucket_size = bucket;
     cfg.zero_optimization.overlap_comm = overlap;
     cfg.zero_optimization.stage3_param_persistence_threshold = 0;

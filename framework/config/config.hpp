@@ -14,14 +14,12 @@
 #include "framework/config/overrides.hpp"
 #include "framework/config/problems.hpp"
 #include "framework/core/device.hpp"
+#include "framework/optim/hparams/hparams.hpp"
 
 namespace strata::config {
 
 using json = nlohmann::json;
 
-enum class OptimizerType {
-  adam, adamw, sgd, adamw8bit, adafactor, lamb, onebit_adam, onebit_lamb, lion, lion8bit
-};
 enum class SchedulerType { none, warmup_lr, warmup_cosine_lr, warmup_decay_lr };
 enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
@@ -52,37 +50,20 @@ struct Bf16 {
   bool automatic = false;
 };
 
-// `optimizer`: type and params (only those meaningful for the type are accepted).
+// The type when optimizer.type is not given.
+inline constexpr std::string_view kDefaultOptimizer = "AdamW";
+
+// `optimizer`: its type and the values of that type's parameters, each type's spec declaring
+// which it takes, with their kinds, ranges and defaults (framework/optim/hparams; the optimizer
+// object makes its typed hyperparameters from them: optim/optimizers).
 struct Optimizer {
-  OptimizerType type = OptimizerType::adamw;
-  double lr = 1e-3;
-  std::array<double, 2> betas{0.9, 0.999};  // Adam, AdamW, Lamb, Lion
-  double eps = 1e-8;                        // Adam, AdamW
-  double weight_decay = 0.01;               // default 0.01 for AdamW, 0 for Adam and SGD
-  bool adam_w_mode = true;                  // decoupled weight decay (always true for AdamW)
-  bool bias_correction = true;              // Adam, AdamW, AdamW8bit: 1/(1 - beta^t)
-  double momentum = 0;                      // SGD
-  bool nesterov = false;                    // SGD
-  // Adafactor (transformers' names and defaults; `eps` is the pair [eps1, eps2] there).
-  std::array<double, 2> adafactor_eps{1e-30, 1e-3};
-  double clip_threshold = 1.0;
-  double decay_rate = -0.8;
-  std::optional<double> beta1;  // unset: no first moment
-  bool scale_parameter = true;
-  bool relative_step = true;  // lr must not be given then
-  bool warmup_init = false;
-  // Lamb (DeepSpeed's FusedLamb names and defaults): the trust ratio clamp.
-  double max_coeff = 10.0;
-  double min_coeff = 0.01;
-  bool eps_inside_sqrt = false;
-  // OneBitAdam, OneBitLamb: steps before the variance freezes and momenta go 1-bit compressed.
-  std::int64_t freeze_step = 100000;
-  // OneBitLamb (DeepSpeed's OnebitLamb names and defaults): the running average of the warm-up's
-  // trust ratios and the bounds of the compressed phase's factor.
-  double coeff_beta = 0.9;
-  double factor_max = 4.0;
-  double factor_min = 0.5;
-  double factor_threshold = 0.1;
+  std::string type;         // the spec's name, as the config writes it
+  optim::HValues params;    // every parameter of the type, defaults filled in
+  Optimizer();              // kDefaultOptimizer with its defaults
+  // `type` (a registered name) with its defaults.
+  explicit Optimizer(std::string_view type);
+  const optim::OptimizerSpec& spec() const { return optim::optimizer_spec(type); }
+  double lr() const { return params.number("lr"); }
 };
 
 // `scheduler`: DeepSpeed's warmup schedules and their params.
@@ -304,7 +285,6 @@ std::int64_t data_parallel_size(const Config& cfg, std::int64_t world_size);
 json to_json(const Config& cfg);
 
 // Names as written in the config ("AdamW", "WarmupCosineLR", "nvme", "log", "Warn").
-std::string_view to_string(OptimizerType t);
 std::string_view to_string(SchedulerType t);
 std::string_view to_string(WarmupType t);
 std::string_view to_string(OffloadDevice d);

@@ -260,68 +260,33 @@ const DeepSpeedKey kKeys[] = {
     {"aio.use_gds", K::boolean, is_false, kDefault, "GPUDirect Storage", kRemoveOrFalse},
 };
 
-struct OptimizerParam {
-  bool adam, adamw, sgd;  // the Strata optimizers whose DeepSpeed version takes it
-  DeepSpeedKey key;
-  bool lamb = false;
-  bool onebit = false;  // OneBitAdam and OneBitLamb (OneBitLamb also takes Lamb's)
-};
-
-const OptimizerParam kOptimizerParams[] = {
-    {true,
-     true,
-     false,
-     {"optimizer.params.torch_adam", K::boolean, any_value,
-      "Strata's Adam is its own implementation, bitwise equal to PyTorch's", "", ""}},
-    {false,
-     true,
-     false,
-     {"optimizer.params.adam_w_mode", K::boolean, any_value,
-      "DeepSpeed's AdamW decouples weight decay whatever adam_w_mode says, as Strata's does", "",
-      ""}},
-    {true,
-     true,
-     false,
-     {"optimizer.params.amsgrad", K::boolean, is_false, "PyTorch's default",
-      "the AMSGrad variant of Adam", kRemoveOrFalse},
-     true},
-    {false,
-     false,
-     false,
-     {"optimizer.params.max_grad_norm", K::number, is_zero,
-      "FusedLamb's default: no clipping inside the optimizer",
-      "FusedLamb's own gradient clipping, which needs a gradient norm DeepSpeed's engine never "
-      "passes it",
-      "remove the key and set gradient_clipping (global-norm clipping before the update)"},
-     true},
-    {false,
-     false,
-     false,
-     {"optimizer.params.cuda_aware", K::boolean, any_value,
-      "it picks how DeepSpeed's MPI backend moves GPU buffers; Strata's compressed all-reduce "
-      "exchanges host buffers over the data-parallel group (MPI), the same numbers either way",
-      "", ""},
-     false,
-     true},
-    {false,
-     false,
-     false,
-     {"optimizer.params.comm_backend_name", K::string, any_value,
-      "Strata's compressed all-reduce always exchanges host buffers over the data-parallel "
-      "group (MPI); DeepSpeed's backends compute the same numbers",
-      "", ""},
-     false,
-     true},
-    {false,
-     false,
-     true,
-     {"optimizer.params.dampening", K::number, is_zero, "PyTorch's default",
-      "SGD momentum dampening", "remove the key or set it to 0"}},
-    {false,
-     false,
-     true,
-     {"optimizer.params.maximize", K::boolean, is_false, "PyTorch's default",
-      "maximizing the objective", kRemoveOrFalse}},
+// DeepSpeed's optimizer parameters beyond Strata's; which optimizer types take each is the
+// type's own declaration (OptimizerSpec::deepspeed_params, framework/optim/hparams).
+const DeepSpeedKey kOptimizerParams[] = {
+    {"optimizer.params.torch_adam", K::boolean, any_value,
+     "Strata's Adam is its own implementation, bitwise equal to PyTorch's", "", ""},
+    {"optimizer.params.adam_w_mode", K::boolean, any_value,
+     "DeepSpeed's AdamW decouples weight decay whatever adam_w_mode says, as Strata's does", "",
+     ""},
+    {"optimizer.params.amsgrad", K::boolean, is_false, "PyTorch's default",
+     "the AMSGrad variant of Adam", kRemoveOrFalse},
+    {"optimizer.params.max_grad_norm", K::number, is_zero,
+     "FusedLamb's default: no clipping inside the optimizer",
+     "FusedLamb's own gradient clipping, which needs a gradient norm DeepSpeed's engine never "
+     "passes it",
+     "remove the key and set gradient_clipping (global-norm clipping before the update)"},
+    {"optimizer.params.cuda_aware", K::boolean, any_value,
+     "it picks how DeepSpeed's MPI backend moves GPU buffers; Strata's compressed all-reduce "
+     "exchanges host buffers over the data-parallel group (MPI), the same numbers either way",
+     "", ""},
+    {"optimizer.params.comm_backend_name", K::string, any_value,
+     "Strata's compressed all-reduce always exchanges host buffers over the data-parallel "
+     "group (MPI); DeepSpeed's backends compute the same numbers",
+     "", ""},
+    {"optimizer.params.dampening", K::number, is_zero, "PyTorch's default",
+     "SGD momentum dampening", "remove the key or set it to 0"},
+    {"optimizer.params.maximize", K::boolean, is_false, "PyTorch's default",
+     "maximizing the objective", kRemoveOrFalse},
 };
 
 const DeepSpeedKey kSchedulerParams[] = {
@@ -466,15 +431,14 @@ std::vector<DeepSpeedKeyRow> deepspeed_key_rows() {
     if (!k.noop) continue;  // a section judged key by key: its keys have rows
     rows.push_back({std::string(k.path), std::string(noop_values(k)), otherwise(k)});
   }
-  for (const auto& p : kOptimizerParams) {
-    std::string types;
-    for (const auto& [takes, name] :
-         {std::pair{p.adam, "Adam"}, std::pair{p.adamw, "AdamW"}, std::pair{p.sgd, "SGD"},
-          std::pair{p.lamb, "Lamb"}, std::pair{p.onebit, "OneBitAdam"},
-          std::pair{p.lamb || p.onebit, "OneBitLamb"}})
-      if (takes) types += (types.empty() ? "" : ", ") + std::string(name);
-    rows.push_back({fmt::format("{} ({})", p.key.path, types), std::string(noop_values(p.key)),
-                    otherwise(p.key)});
+  for (const auto& k : kOptimizerParams) {
+    const std::string_view name = k.path.substr(std::string_view("optimizer.params.").size());
+    std::vector<std::string_view> types;
+    for (const optim::OptimizerSpec* spec : optim::optimizer_specs())
+      for (std::string_view d : spec->deepspeed_params)
+        if (d == name) types.push_back(spec->name);
+    rows.push_back({fmt::format("{} ({})", k.path, fmt::join(types, ", ")),
+                    std::string(noop_values(k)), otherwise(k)});
   }
   for (const auto& k : kSchedulerParams)
     rows.push_back({std::string(k.path), std::string(noop_values(k)), otherwise(k)});
@@ -501,40 +465,10 @@ std::vector<std::string> deepspeed_keys_in(std::string_view section) {
   return out;
 }
 
-namespace {
-bool takes_param(const OptimizerParam& p, OptimizerType t) {
-  switch (t) {
-    case OptimizerType::adam: return p.adam;
-    case OptimizerType::adamw:
-    case OptimizerType::adamw8bit: return p.adamw;
-    case OptimizerType::sgd: return p.sgd;
-    case OptimizerType::lamb: return p.lamb;
-    case OptimizerType::onebit_adam: return p.onebit;
-    case OptimizerType::onebit_lamb: return p.lamb || p.onebit;
-    case OptimizerType::adafactor:
-    case OptimizerType::lion:
-    case OptimizerType::lion8bit: return false;
-  }
-  return false;
-}
-}  // namespace
-
-const DeepSpeedKey* find_optimizer_param(OptimizerType t, std::string_view name) {
-  for (const auto& p : kOptimizerParams) {
-    const bool takes = takes_param(p, t);
-    if (takes && p.key.path.substr(std::string_view("optimizer.params.").size()) == name)
-      return &p.key;
-  }
+const DeepSpeedKey* find_optimizer_param(std::string_view name) {
+  for (const auto& k : kOptimizerParams)
+    if (k.path.substr(std::string_view("optimizer.params.").size()) == name) return &k;
   return nullptr;
-}
-
-std::vector<std::string> optimizer_params_beyond(OptimizerType t) {
-  std::vector<std::string> out;
-  for (const auto& p : kOptimizerParams) {
-    const bool takes = takes_param(p, t);
-    if (takes) out.emplace_back(p.key.path.substr(std::string_view("optimizer.params.").size()));
-  }
-  return out;
 }
 
 const DeepSpeedKey* find_scheduler_param(std::string_view name) {

@@ -16,8 +16,6 @@
 
 namespace strata::config {
 
-enum class OptimizerType;
-
 struct DeepSpeedKey {
   std::string_view path;  // dotted, as in DeepSpeed's config
   Kind kind;              // JSON kind DeepSpeed expects (object: a section)
@@ -44,10 +42,9 @@ const DeepSpeedKey* find_deepspeed_key(std::string_view path);
 // Names of the entries directly inside a section ("" = the top level), for suggestions.
 std::vector<std::string> deepspeed_keys_in(std::string_view section);
 
-// An optimizer parameter DeepSpeed's version of Strata's optimizer t takes beyond Strata's
-// (torch_adam, bias_correction, ...), or nullptr.
-const DeepSpeedKey* find_optimizer_param(OptimizerType t, std::string_view name);
-std::vector<std::string> optimizer_params_beyond(OptimizerType t);
+// An optimizer parameter of DeepSpeed's optimizers beyond Strata's (torch_adam, amsgrad, ...), or
+// nullptr; which types take it is each type's declaration (OptimizerSpec::deepspeed_params).
+const DeepSpeedKey* find_optimizer_param(std::string_view name);
 
 // A scheduler parameter DeepSpeed's warmup schedules take beyond Strata's, or nullptr.
 const DeepSpeedKey* find_scheduler_param(std::string_view name);

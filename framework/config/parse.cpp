@@ -195,7 +195,7 @@ class Reader {
 // another type, or a mistake with the nearest parameter of this type. Returns false when a
 // Strata parameter of the type should not be read (it had a problem).
 void check_params(const Reader& r, std::string_view section, std::string_view type_name,
-                  std::initializer_list<std::string_view> allowed,
+                  const std::vector<std::string_view>& allowed,
                   const std::function<const DeepSpeedKey*(std::string_view)>& beyond,
                   const std::vector<std::string>& beyond_names, std::vector<std::string>& notes) {
   const std::string params = fmt::format("{}.params", section);
@@ -261,177 +261,171 @@ bool read_type(const Reader& r, std::string_view section, E& out, Options<E> opt
   return r.problems().size() == before;
 }
 
-// Adafactor's params: transformers.optimization.Adafactor's names, defaults and rules.
-void read_adafactor(const Reader& r, Optimizer& o) {
-  Problems& problems = r.problems();
-  o.weight_decay = 0.0;
-  o.adam_w_mode = true;
-  if (r.has("optimizer.params.eps")) {
-    const json& e = *r.at("optimizer.params.eps");
-    if (!e.is_array())
-      problems.mistake("optimizer.params.eps",
-                       "optimizer.params.eps is {}; Adafactor takes a pair [eps1, eps2] (default "
-                       "[1e-30, 0.001]: added to grad², and the least parameter scale)",
-                       e.dump());
-    else
-      r.get("optimizer.params.eps", o.adafactor_eps, kPositive);
+// The kind of value a parameter of this kind is (the schema's kind of optimizer.params.<name>
+// covers every type's; this is the chosen type's).
+bool is_kind(optim::HKind k, const json& v) {
+  switch (k) {
+    case optim::HKind::number:
+    case optim::HKind::optional_number:
+      return v.is_number();
+    case optim::HKind::boolean:
+      return v.is_boolean();
+    case optim::HKind::integer:
+      return kind_matches(Kind::integer, v);
+    case optim::HKind::pair:
+      return kind_matches(Kind::number_pair, v);
   }
-  r.get("optimizer.params.clip_threshold", o.clip_threshold, kPositive);
-  r.get("optimizer.params.decay_rate", o.decay_rate, NumRange{-1, 0, false, true});
-  if (r.has("optimizer.params.beta1")) {
-    double b = 0;
-    r.get("optimizer.params.beta1", b, kUnitOpen);
-    o.beta1 = b;
-  }
-  r.get("optimizer.params.weight_decay", o.weight_decay, kNonNegative);
-  r.get("optimizer.params.scale_parameter", o.scale_parameter);
-  r.get("optimizer.params.relative_step", o.relative_step);
-  r.get("optimizer.params.warmup_init", o.warmup_init);
-  if (o.relative_step && r.has("optimizer.params.lr"))
-    problems.mistake("optimizer.params.lr",
-                     "optimizer.params.lr is given but Adafactor's relative_step is true (the "
-                     "step size is then min(1e-2, 1/sqrt(step))); remove lr, or set "
-                     "optimizer.params.relative_step to false to use it");
-  if (o.warmup_init && !o.relative_step)
-    problems.mistake("optimizer.params.warmup_init",
-                     "optimizer.params.warmup_init is true but relative_step is false; "
-                     "warmup_init shapes the relative step size: set relative_step to true or "
-                     "remove warmup_init");
-  r.get("optimizer.params.lr", o.lr, kNonNegative);
+  return false;
 }
 
-void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& notes) {
-  Problems& problems = r.problems();
-  if (!read_type<OptimizerType>(r, "optimizer", o.type,
-                                {{"Adam", OptimizerType::adam},
-                                 {"AdamW", OptimizerType::adamw},
-                                 {"AdamW8bit", OptimizerType::adamw8bit},
-                                 {"Adafactor", OptimizerType::adafactor},
-                                 {"Lamb", OptimizerType::lamb},
-                                 {"OneBitAdam", OptimizerType::onebit_adam},
-                                 {"OneBitLamb", OptimizerType::onebit_lamb},
-                                 {"SGD", OptimizerType::sgd},
-                                 {"Lion", OptimizerType::lion},
-                                 {"Lion8bit", OptimizerType::lion8bit}},
-                                deepspeed_optimizer))
-    return;
-  const std::string_view name = to_string(o.type);
-  const auto beyond = [&](std::string_view k) { return find_optimizer_param(o.type, k); };
-  const auto beyond_names = optimizer_params_beyond(o.type);
-  switch (o.type) {
-    case OptimizerType::adam:
-      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "adam_w_mode", "bias_correction"},
-                   beyond, beyond_names, notes);
-      break;
-    case OptimizerType::adamw:
-    case OptimizerType::adamw8bit:
-      check_params(r, "optimizer", name, {"lr", "betas", "eps", "weight_decay", "bias_correction"},
-                   beyond, beyond_names, notes);
-      break;
-    case OptimizerType::sgd:
-      check_params(r, "optimizer", name, {"lr", "momentum", "weight_decay", "nesterov"}, beyond,
-                   beyond_names, notes);
-      break;
-    case OptimizerType::lion:
-    case OptimizerType::lion8bit:  // DeepSpeed's Lion: lr, betas, weight_decay
-      check_params(r, "optimizer", name, {"lr", "betas", "weight_decay"}, beyond, beyond_names,
-                   notes);
-      break;
-    case OptimizerType::lamb:
-      check_params(r, "optimizer", name,
-                   {"lr", "betas", "eps", "weight_decay", "bias_correction", "max_coeff",
-                    "min_coeff", "eps_inside_sqrt"},
-                   beyond, beyond_names, notes);
-      break;
-    case OptimizerType::onebit_adam:
-      check_params(r, "optimizer", name,
-                   {"lr", "betas", "eps", "weight_decay", "bias_correction", "freeze_step"},
-                   beyond, beyond_names, notes);
-      break;
-    case OptimizerType::onebit_lamb:
-      check_params(r, "optimizer", name,
-                   {"lr", "betas", "eps", "weight_decay", "bias_correction", "max_coeff",
-                    "min_coeff", "eps_inside_sqrt", "freeze_step", "coeff_beta", "factor_max",
-                    "factor_min", "factor_threshold"},
-                   beyond, beyond_names, notes);
-      break;
-    case OptimizerType::adafactor:
-      check_params(r, "optimizer", name,
-                   {"lr", "eps", "clip_threshold", "decay_rate", "beta1", "weight_decay",
-                    "scale_parameter", "relative_step", "warmup_init"},
-                   beyond, beyond_names, notes);
-      read_adafactor(r, o);
-      return;
+std::string_view kind_phrase(const optim::HParam& p) {
+  if (!p.shape.empty()) return p.shape;
+  switch (p.kind) {
+    case optim::HKind::number:
+      return "one number";
+    case optim::HKind::boolean:
+      return "true or false";
+    case optim::HKind::integer:
+      return "an integer";
+    case optim::HKind::pair:
+      return "a pair [a, b]";
+    case optim::HKind::optional_number:
+      return "a number or null";
   }
-  // DeepSpeed's defaults: AdamW's 0.01; Adam's, FusedLamb's and SGD's 0.
-  o.weight_decay =
-      o.type == OptimizerType::adamw || o.type == OptimizerType::adamw8bit ? 0.01 : 0.0;
-  o.adam_w_mode = o.type != OptimizerType::sgd;
-  if (r.has("optimizer.params.eps") && !r.at("optimizer.params.eps")->is_number())
-    user_fail("config", "optimizer.params.eps is {}; {} takes one number (the pair [eps1, eps2] "
-              "is Adafactor's)", r.at("optimizer.params.eps")->dump(), name);
-  r.get("optimizer.params.lr", o.lr, kNonNegative);
-  r.get("optimizer.params.betas", o.betas, kUnitOpen);
-  r.get("optimizer.params.eps", o.eps, kPositive);
-  r.get("optimizer.params.weight_decay", o.weight_decay, kNonNegative);
-  r.get("optimizer.params.bias_correction", o.bias_correction);
-  if (o.type == OptimizerType::adam) {
-    r.get("optimizer.params.adam_w_mode", o.adam_w_mode);
-    if (!o.adam_w_mode) {
-      problems.add(ProblemKind::not_implemented, "optimizer.params.adam_w_mode",
-                   not_implemented("optimizer.params.adam_w_mode=false",
-                                   "Adam with weight decay added to the gradient (L2)",
-                                   "remove the key or set it to true: decoupled weight decay, "
-                                   "DeepSpeed's default"));
-      o.adam_w_mode = true;
+  return "?";
+}
+
+NumRange num_range(const optim::HRange& h) {
+  return {h.lo, h.hi, h.lo_open, h.hi_open};
+}
+
+// One parameter of the chosen type, when given: its kind, then its range (Reader's messages).
+void read_param(const Reader& r, const optim::OptimizerSpec& spec, const optim::HParam& p,
+                optim::HValues& out) {
+  const std::string path = fmt::format("optimizer.params.{}", p.name);
+  if (!r.has(path)) return;
+  const json& v = *r.at(path);
+  if (!is_kind(p.kind, v)) {
+    // Types whose parameter of this name is of the kind given (a value meant for another type).
+    std::vector<std::string_view> others;
+    for (const optim::OptimizerSpec* o : optim::optimizer_specs())
+      if (const optim::HParam* q = o->find(p.name); q && q->kind != p.kind && is_kind(q->kind, v))
+        others.push_back(o->name);
+    std::string why;
+    if (!others.empty() && others.size() <= 2)
+      why = fmt::format(" ({}'s {} is {})", fmt::join(others, " and "), p.name,
+                        v.is_array() ? "a pair" : "a number");
+    r.problems().mistake(path, "{} is {}; {} takes {}{}", path, v.dump(), spec.name, kind_phrase(p),
+                         why);
+    return;
+  }
+  const std::string name(p.name);
+  switch (p.kind) {
+    case optim::HKind::number: {
+      double x = out.number(name);
+      r.get(path, x, num_range(p.range));
+      out.set(name, x);
+      break;
+    }
+    case optim::HKind::optional_number: {
+      double x = 0;
+      const std::size_t before = r.problems().size();
+      r.get(path, x, num_range(p.range));
+      if (r.problems().size() == before) out.set(name, std::optional<double>(x));
+      break;
+    }
+    case optim::HKind::boolean: {
+      bool x = out.flag(name);
+      r.get(path, x);
+      out.set(name, x);
+      break;
+    }
+    case optim::HKind::integer: {
+      std::int64_t x = out.integer(name);
+      r.get(path, x,
+            IntRange{static_cast<std::int64_t>(p.range.lo),
+                     std::isinf(p.range.hi) ? kMaxInt : static_cast<std::int64_t>(p.range.hi)});
+      out.set(name, x);
+      break;
+    }
+    case optim::HKind::pair: {
+      std::array<double, 2> x = out.pair(name);
+      r.get(path, x, num_range(p.range));
+      out.set(name, x);
+      break;
     }
   }
-  // DeepSpeed's OnebitAdam and OnebitLamb accept these flags but never apply them: `true` would
-  // ask for something neither computes.
-  const auto never_applied = [&](std::string_view key, std::string_view what,
-                                 std::string_view ds_name) {
-    const std::string path = fmt::format("optimizer.params.{}", key);
-    if (r.has(path) && r.at(path)->is_boolean() && r.at(path)->get<bool>())
-      problems.add(ProblemKind::not_implemented, path,
-                   not_implemented(fmt::format("{}=true", path),
-                                   fmt::format("{}, which DeepSpeed's {} accepts but never applies",
-                                               what, ds_name),
-                                   "remove the key or set it to false (what DeepSpeed does)"));
+}
+
+// What a spec's check reports, as the config's problems about optimizer.params.<param>.
+class ParamReport final : public optim::HReport {
+ public:
+  explicit ParamReport(const Reader& r) : r_(r) {}
+  std::string path(std::string_view param) const override {
+    return fmt::format("optimizer.params.{}", param);
+  }
+  bool given(std::string_view param) const override { return r_.has(path(param)); }
+  bool ok(std::string_view param) const override { return !r_.problems().about(path(param)); }
+  void mistake(std::string_view param, std::string message) override {
+    r_.problems().add(ProblemKind::mistake, path(param), std::move(message));
+  }
+  void not_implemented(std::string_view param, std::string_view value, std::string what,
+                       std::string fix) override {
+    const std::string p = path(param);
+    r_.problems().add(ProblemKind::not_implemented, p,
+                      config::not_implemented(fmt::format("{}={}", p, value), what, fix));
+  }
+
+ private:
+  const Reader& r_;
+};
+
+// optimizer.type: a registered type (any letter case), or a problem and nullptr: a DeepSpeed type
+// Strata does not implement (deepspeed_optimizer names it) or a mistake. Absent: the default.
+const optim::OptimizerSpec* read_optimizer_type(const Reader& r) {
+  const std::string path = "optimizer.type";
+  if (!r.has(path)) return &optim::optimizer_spec(kDefaultOptimizer);
+  const std::string given = r.at(path)->get<std::string>();
+  std::vector<std::string> names;
+  std::string allowed;
+  for (const optim::OptimizerSpec* s : optim::optimizer_specs()) {
+    names.emplace_back(s->name);
+    allowed += fmt::format("{}\"{}\"", allowed.empty() ? "" : ", ", s->name);
+  }
+  if (const std::string_view what = deepspeed_optimizer(given); !what.empty()) {
+    r.problems().add(ProblemKind::not_implemented, path,
+                     not_implemented(fmt::format("{}={}", path, r.at(path)->dump()), what,
+                                     fmt::format("Strata's optimizer types are {}", allowed)));
+    return nullptr;
+  }
+  if (const optim::OptimizerSpec* s = optim::find_optimizer_spec(given)) return s;
+  const auto best = closest(given, names);
+  r.problems().mistake(path, "{} is {}; allowed: {}{}", path, r.at(path)->dump(), allowed,
+                       best ? fmt::format(" (did you mean \"{}\"?)", *best) : "");
+  return nullptr;
+}
+
+// The optimizer block through its type's spec: the parameters it takes (others judged by
+// check_params), each read by its kind and range, then the spec's own rules.
+void read_optimizer(const Reader& r, Optimizer& o, std::vector<std::string>& notes) {
+  const optim::OptimizerSpec* spec = read_optimizer_type(r);
+  if (!spec) return;
+  o = Optimizer(spec->name);
+  std::vector<std::string_view> allowed;
+  for (const optim::HParam& p : spec->params) allowed.push_back(p.name);
+  std::vector<std::string> beyond_names(spec->deepspeed_params.begin(),
+                                        spec->deepspeed_params.end());
+  const auto beyond = [&](std::string_view k) -> const DeepSpeedKey* {
+    for (std::string_view d : spec->deepspeed_params)
+      if (d == k) return find_optimizer_param(k);
+    return nullptr;
   };
-  if (o.type == OptimizerType::onebit_adam) {
-    r.get("optimizer.params.freeze_step", o.freeze_step, IntRange{0});
-    o.bias_correction = false;  // DeepSpeed's OnebitAdam never corrects, whatever it is given
-    never_applied("bias_correction", "bias correction in 1-bit Adam", "OnebitAdam");
+  check_params(r, "optimizer", spec->name, allowed, beyond, beyond_names, notes);
+  for (const optim::HParam& p : spec->params) read_param(r, *spec, p, o.params);
+  if (spec->check) {
+    ParamReport report(r);
+    spec->check(o.params, report);
   }
-  if (o.type == OptimizerType::onebit_lamb) {
-    // At least one LAMB step: the compressed phase scales by the warm-up's trust ratios.
-    r.get("optimizer.params.freeze_step", o.freeze_step, IntRange{1});
-    r.get("optimizer.params.coeff_beta", o.coeff_beta, kUnitOpen);
-    r.get("optimizer.params.factor_max", o.factor_max, kPositive);
-    r.get("optimizer.params.factor_min", o.factor_min, kPositive);
-    r.get("optimizer.params.factor_threshold", o.factor_threshold, kUnitOpen);
-    if (o.factor_min > o.factor_max)
-      problems.mistake("optimizer.params.factor_min",
-                       "optimizer.params.factor_min {} is above factor_max {}: the compressed "
-                       "phase's factor is clamped to [factor_min, factor_max]; make factor_min <= "
-                       "factor_max",
-                       o.factor_min, o.factor_max);
-    o.bias_correction = false;  // OnebitLamb never corrects, whatever it is given
-    never_applied("bias_correction", "bias correction in 1-bit LAMB", "OnebitLamb");
-    never_applied("eps_inside_sqrt", "eps inside the square root in 1-bit LAMB", "OnebitLamb");
-  }
-  if (o.type == OptimizerType::lamb || o.type == OptimizerType::onebit_lamb) {
-    r.get("optimizer.params.max_coeff", o.max_coeff, kNonNegative);
-    r.get("optimizer.params.min_coeff", o.min_coeff, kNonNegative);
-    if (o.type == OptimizerType::lamb) r.get("optimizer.params.eps_inside_sqrt", o.eps_inside_sqrt);
-    if (o.min_coeff > o.max_coeff)
-      problems.mistake("optimizer.params.min_coeff",
-                       "optimizer.params.min_coeff {} is above max_coeff {}: the trust ratio is "
-                       "clamped to [min_coeff, max_coeff]; make min_coeff <= max_coeff",
-                       o.min_coeff, o.max_coeff);
-  }
-  r.get("optimizer.params.momentum", o.momentum, kUnitOpen);
-  r.get("optimizer.params.nesterov", o.nesterov);
 }
 
 void read_scheduler(const Reader& r, Scheduler& s, std::vector<std::string>& notes) {

@@ -1,10 +1,13 @@
 #include "framework/config/schema.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "framework/config/config.hpp"
 #include "framework/config/deepspeed_keys.hpp"
 #include "framework/config/suggest.hpp"
 #include "framework/core/error.hpp"
@@ -60,79 +63,11 @@ constexpr KeySpec kSchema[] = {
     {"bf16.enabled", K::boolean, "false", "Train in bfloat16. Exclusive with fp16.enabled."},
     // ---- optimizer (DeepSpeed) ----
     {"optimizer", K::object, "{}", "The optimizer."},
-    {"optimizer.type", K::string, "\"AdamW\"",
-     "\"Adam\", \"AdamW\", \"AdamW8bit\" (AdamW with 8-bit block-wise quantized m and v), "
-     "\"Adafactor\", \"Lamb\" (DeepSpeed's FusedLamb: per-parameter trust ratio), \"OneBitAdam\" "
-     "(DeepSpeed's 1-bit Adam: compressed momentum exchange after freeze_step; ZeRO stage 0), "
-     "\"OneBitLamb\" (DeepSpeed's 1-bit LAMB: the same after LAMB's warm-up; ZeRO stage 0), "
-     "\"SGD\", \"Lion\" (DeepSpeed's Lion: the sign of an interpolated momentum) or \"Lion8bit\" "
-     "(Lion with an 8-bit block-wise quantized momentum, as bitsandbytes' Lion8bit) (any letter "
-     "case)."},
+    // optimizer.type's meaning and the parameters under optimizer.params: from each optimizer
+    // type's declaration (framework/optim/hparams), by all_keys() below.
+    {"optimizer.type", K::string, "\"AdamW\"", "(the registered optimizer types)"},
     {"optimizer.params", K::object, "{}",
      "Optimizer parameters; only those the type uses are accepted."},
-    {"optimizer.params.lr", K::number, "0.001",
-     "Learning rate (the peak rate when a scheduler runs)."},
-    {"optimizer.params.betas", K::number_pair, "[0.9, 0.999]",
-     "Adam/AdamW/AdamW8bit/Lamb/OneBitAdam/OneBitLamb moment decay rates, each in [0, 1). "
-     "Lion/Lion8bit: [beta1, beta2], the update's interpolation of momentum and gradient and the "
-     "momentum's decay."},
-    {"optimizer.params.eps", K::number_or_pair, "1e-08; Adafactor: [1e-30, 0.001]",
-     "Adam/AdamW/AdamW8bit/Lamb/OneBitAdam/OneBitLamb: denominator term (a number). Adafactor: [eps1, eps2], eps1 added to "
-     "grad² before its means, eps2 the least parameter scale (scale_parameter)."},
-    {"optimizer.params.weight_decay", K::number,
-     "0.01 for AdamW and AdamW8bit, 0.0 for the others",
-     "Weight decay (decoupled for AdamW, AdamW8bit, Adafactor, Lion, Lion8bit and for Adam with "
-     "adam_w_mode; "
-     "Lamb and OneBitLamb add weight_decay × p to the update whose norm the trust ratio takes); "
-     "applied to parameters with >= 2 dims only."},
-    {"optimizer.params.adam_w_mode", K::boolean, "true",
-     "Adam only: decoupled weight decay as in DeepSpeed's default; must be true (L2-coupled Adam "
-     "is "
-     "not implemented)."},
-    {"optimizer.params.bias_correction", K::boolean, "true",
-     "Adam/AdamW/AdamW8bit: divide the moments by 1 - beta^t (PyTorch, DeepSpeed's default); "
-     "Lamb: step size lr × sqrt(1 - beta2^t) / (1 - beta1^t), as FusedLamb; "
-     "false steps by lr * m / (sqrt(v) + eps) as DeepSpeed's FusedAdam and CPUAdam do with "
-     "bias_correction false. OneBitAdam, OneBitLamb: false only (DeepSpeed never applies it "
-     "there)."},
-    {"optimizer.params.max_coeff", K::number, "10.0",
-     "Lamb, OneBitLamb's warm-up: upper bound of the trust ratio ||p|| / ||update|| (per "
-     "parameter)."},
-    {"optimizer.params.min_coeff", K::number, "0.01",
-     "Lamb, OneBitLamb's warm-up: lower bound of the trust ratio; <= max_coeff."},
-    {"optimizer.params.eps_inside_sqrt", K::boolean, "false",
-     "Lamb: denominator sqrt(v + eps) instead of sqrt(v) + eps (OneBitLamb: false only, as "
-     "DeepSpeed never applies it there)."},
-    {"optimizer.params.freeze_step", K::integer, "100000",
-     "OneBitAdam: Adam steps (gradients averaged, no bias correction) before the second moment "
-     "freezes and the momenta are averaged by the 1-bit compressed all-reduce; OneBitLamb: the "
-     "same with LAMB steps (>= 1)."},
-    {"optimizer.params.coeff_beta", K::number, "0.9",
-     "OneBitLamb: decay of the running average of the warm-up's trust ratios (the compressed "
-     "phase's base coefficient), in [0, 1)."},
-    {"optimizer.params.factor_max", K::number, "4.0",
-     "OneBitLamb: upper bound of the compressed phase's factor on that coefficient."},
-    {"optimizer.params.factor_min", K::number, "0.5",
-     "OneBitLamb: lower bound of that factor; > 0 and <= factor_max."},
-    {"optimizer.params.factor_threshold", K::number, "0.1",
-     "OneBitLamb: most the factor moves from one update to the next (relative), in [0, 1)."},
-    {"optimizer.params.momentum", K::number, "0.0", "SGD momentum in [0, 1)."},
-    {"optimizer.params.nesterov", K::boolean, "false",
-     "SGD Nesterov momentum (needs momentum > 0)."},
-    {"optimizer.params.clip_threshold", K::number, "1.0",
-     "Adafactor: the update is divided by max(1, RMS(update) / clip_threshold) (per parameter)."},
-    {"optimizer.params.decay_rate", K::number, "-0.8",
-     "Adafactor: second-moment decay beta2 = 1 - step^decay_rate; in [-1, 0)."},
-    {"optimizer.params.beta1", K::number, "null",
-     "Adafactor: first-moment decay in [0, 1); null = no first moment (4 bytes per parameter "
-     "less).", true},
-    {"optimizer.params.scale_parameter", K::boolean, "true",
-     "Adafactor: multiply the step size by max(eps2, RMS(parameter))."},
-    {"optimizer.params.relative_step", K::boolean, "true",
-     "Adafactor: step size min(1e-2, 1/sqrt(step)) instead of lr (then lr must not be given and "
-     "no scheduler may run)."},
-    {"optimizer.params.warmup_init", K::boolean, "false",
-     "Adafactor: relative step size min(1e-6 × step, 1/sqrt(step)); needs relative_step."},
     // ---- scheduler (DeepSpeed) ----
     {"scheduler", K::object, "{}",
      "Learning-rate schedule; absent = constant optimizer.params.lr."},
@@ -354,6 +289,100 @@ bool integral(const nlohmann::json& v) {
   return std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9.2e18;
 }
 
+Kind key_kind(optim::HKind k) {
+  switch (k) {
+    case optim::HKind::number:
+    case optim::HKind::optional_number:
+      return Kind::number;
+    case optim::HKind::boolean:
+      return Kind::boolean;
+    case optim::HKind::integer:
+      return Kind::integer;
+    case optim::HKind::pair:
+      return Kind::number_pair;
+  }
+  return Kind::number;
+}
+
+// "A, B: text C: other" grouping the types by their text, most common first; the text alone
+// when every type has the same. `join` separates the groups.
+std::string by_type(const std::vector<std::pair<std::string_view, std::string>>& per_type,
+                    bool all_types, std::string_view join, bool name_first_group) {
+  std::vector<std::pair<std::string, std::vector<std::string_view>>> groups;
+  for (const auto& [type, text] : per_type) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == text; });
+    if (it == groups.end())
+      groups.push_back({text, {type}});
+    else
+      it->second.push_back(type);
+  }
+  if (groups.size() == 1 && all_types) return groups[0].first;
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](auto& a, auto& b) { return a.second.size() > b.second.size(); });
+  std::string out;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (i > 0) out += join;
+    if (i > 0 || name_first_group || !all_types)
+      out += fmt::format("{}: ", fmt::join(groups[i].second, ", "));
+    out += groups[i].first;
+  }
+  return out;
+}
+
+// optimizer.type's line and one key per parameter name any registered optimizer type takes
+// (kind, default and meaning per type), in order of first appearance.
+void add_optimizer_keys(std::vector<KeySpec>& out, std::deque<std::string>& texts) {
+  const auto specs = optim::optimizer_specs();
+  std::string types;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (i > 0) types += i + 1 == specs.size() ? " or " : ", ";
+    types += fmt::format("\"{}\"", specs[i]->name);
+    if (!specs[i]->summary.empty()) types += fmt::format(" ({})", specs[i]->summary);
+  }
+  texts.push_back(types + " (any letter case); each takes its own optimizer.params.");
+  for (KeySpec& k : out)
+    if (k.path == "optimizer.type") k.meaning = texts.back();
+  std::vector<std::string_view> names;
+  for (const optim::OptimizerSpec* s : specs)
+    for (const optim::HParam& p : s->params)
+      if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  for (std::string_view name : names) {
+    std::vector<std::pair<std::string_view, std::string>> defaults, docs;
+    bool nullable = false, pair = false, single = false;
+    Kind kind = Kind::number;
+    for (const optim::OptimizerSpec* s : specs) {
+      const optim::HParam* p = s->find(name);
+      if (!p) continue;
+      defaults.emplace_back(s->name, optim::value_text(p->default_value));
+      docs.emplace_back(s->name, std::string(p->doc));
+      nullable |= p->kind == optim::HKind::optional_number;
+      kind = key_kind(p->kind);
+      (p->kind == optim::HKind::pair ? pair : single) = true;
+    }
+    if (pair && single) kind = Kind::number_or_pair;
+    const bool everyone = defaults.size() == specs.size();
+    texts.push_back(fmt::format("optimizer.params.{}", name));
+    const std::string_view path = texts.back();
+    texts.push_back(by_type(defaults, true, "; ", false));
+    const std::string_view def = texts.back();
+    texts.push_back(by_type(docs, everyone, " ", true));
+    out.push_back({path, kind, def, texts.back(), nullable});
+  }
+}
+
+const std::vector<KeySpec>& all_keys() {
+  static std::deque<std::string> texts;
+  static const std::vector<KeySpec> keys = [] {
+    std::vector<KeySpec> out;
+    for (const KeySpec& k : kSchema) {
+      out.push_back(k);
+      if (k.path == "optimizer.params") add_optimizer_keys(out, texts);
+    }
+    return out;
+  }();
+  return keys;
+}
+
 }  // namespace
 
 bool kind_matches(Kind k, const nlohmann::json& v) {
@@ -418,11 +447,11 @@ void check_object(const nlohmann::json& doc, const nlohmann::json& obj, const st
 }  // namespace
 
 std::span<const KeySpec> schema() {
-  return kSchema;
+  return all_keys();
 }
 
 const KeySpec* find_key(std::string_view path) {
-  for (const auto& k : kSchema)
+  for (const auto& k : all_keys())
     if (k.path == path) return &k;
   return nullptr;
 }
@@ -468,7 +497,7 @@ std::string_view key_hint(std::string_view path) {
 std::string nearest_key(std::string_view path) {
   const std::string_view parent = parent_of(path);
   std::vector<std::string> candidates;
-  for (const auto& k : kSchema)
+  for (const auto& k : all_keys())
     if (parent_of(k.path) == parent) candidates.emplace_back(leaf_of(k.path));
   for (auto& d : deepspeed_keys_in(parent)) candidates.push_back(std::move(d));
   const auto best = closest(leaf_of(path), candidates);
@@ -488,11 +517,11 @@ std::string unknown_key_message(std::string_view path) {
   if (const std::string best = nearest_key(path); !best.empty())
     return fmt::format("unknown key '{}'; did you mean '{}'?", path, best);
   std::vector<std::string> siblings;
-  for (const auto& k : kSchema)
+  for (const auto& k : all_keys())
     if (parent_of(k.path) == parent) siblings.emplace_back(leaf_of(k.path));
   // The same name in another section is worth knowing (a key put in the wrong place).
   std::string elsewhere;
-  for (const auto& k : kSchema)
+  for (const auto& k : all_keys())
     if (k.path != path && leaf_of(k.path) == leaf && parent_of(k.path) != parent)
       elsewhere = fmt::format(" ('{}' is a key of {})", leaf, parent_of(k.path));
   if (siblings.empty())

@@ -3,32 +3,6 @@
 
 namespace strata::config {
 
-std::string_view to_string(OptimizerType t) {
-  switch (t) {
-    case OptimizerType::adam:
-      return "Adam";
-    case OptimizerType::adamw:
-      return "AdamW";
-    case OptimizerType::sgd:
-      return "SGD";
-    case OptimizerType::adamw8bit:
-      return "AdamW8bit";
-    case OptimizerType::adafactor:
-      return "Adafactor";
-    case OptimizerType::lamb:
-      return "Lamb";
-    case OptimizerType::onebit_adam:
-      return "OneBitAdam";
-    case OptimizerType::onebit_lamb:
-      return "OneBitLamb";
-    case OptimizerType::lion:
-      return "Lion";
-    case OptimizerType::lion8bit:
-      return "Lion8bit";
-  }
-  return "?";
-}
-
 std::string_view to_string(SchedulerType t) {
   switch (t) {
     case SchedulerType::none:
@@ -75,42 +49,33 @@ json optional_size(const std::optional<std::uint64_t>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-json optimizer_json(const Optimizer& o) {
-  json p = {{"lr", o.lr}, {"weight_decay", o.weight_decay}};
-  if (o.type == OptimizerType::adafactor) {
-    if (o.relative_step) p.erase("lr");  // the step size is relative then (lr is refused)
-    p["eps"] = {o.adafactor_eps[0], o.adafactor_eps[1]};
-    p["clip_threshold"] = o.clip_threshold;
-    p["decay_rate"] = o.decay_rate;
-    p["beta1"] = o.beta1 ? json(*o.beta1) : json(nullptr);
-    p["scale_parameter"] = o.scale_parameter;
-    p["relative_step"] = o.relative_step;
-    p["warmup_init"] = o.warmup_init;
-  } else if (o.type == OptimizerType::sgd) {
-    p["momentum"] = o.momentum;
-    p["nesterov"] = o.nesterov;
-  } else if (o.type == OptimizerType::lion || o.type == OptimizerType::lion8bit) {
-    p["betas"] = {o.betas[0], o.betas[1]};
-  } else {
-    p["betas"] = {o.betas[0], o.betas[1]};
-    p["eps"] = o.eps;
-    p["bias_correction"] = o.bias_correction;
-    if (o.type == OptimizerType::adam) p["adam_w_mode"] = o.adam_w_mode;
-    if (o.type == OptimizerType::onebit_adam || o.type == OptimizerType::onebit_lamb)
-      p["freeze_step"] = o.freeze_step;
-    if (o.type == OptimizerType::lamb || o.type == OptimizerType::onebit_lamb) {
-      p["max_coeff"] = o.max_coeff;
-      p["min_coeff"] = o.min_coeff;
-      p["eps_inside_sqrt"] = o.eps_inside_sqrt;
+json param_json(const optim::HValue& v) {
+  switch (v.index()) {
+    case 0:
+      return std::get<double>(v);
+    case 1:
+      return std::get<bool>(v);
+    case 2:
+      return std::get<std::int64_t>(v);
+    case 3: {
+      const auto& p = std::get<optim::HPair>(v);
+      return {p[0], p[1]};
     }
-    if (o.type == OptimizerType::onebit_lamb) {
-      p["coeff_beta"] = o.coeff_beta;
-      p["factor_max"] = o.factor_max;
-      p["factor_min"] = o.factor_min;
-      p["factor_threshold"] = o.factor_threshold;
+    default: {
+      const auto& o = std::get<std::optional<double>>(v);
+      return o ? json(*o) : json(nullptr);
     }
   }
-  return {{"type", str(to_string(o.type))}, {"params", p}};
+}
+
+// Every parameter of the type the spec prints with these values (Adafactor's lr only without
+// relative_step).
+json optimizer_json(const Optimizer& o) {
+  const optim::OptimizerSpec& spec = o.spec();
+  json p = json::object();
+  for (const auto& [name, value] : o.params.items())
+    if (!spec.printed || spec.printed(name, o.params)) p[name] = param_json(value);
+  return {{"type", o.type}, {"params", p}};
 }
 
 json scheduler_json(const Scheduler& s) {

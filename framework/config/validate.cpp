@@ -43,13 +43,18 @@ std::int64_t mul(std::int64_t a, std::int64_t b) {
 // every gradient before the first update, or a step that can be redone, goes with it.
 void check_optimizer_in_backward(const Config& c, Problems& p) {
   const std::string key = "strata.optimizer_in_backward";
-  const OptimizerType t = c.optimizer.type;
-  if (t != OptimizerType::adam && t != OptimizerType::adamw && t != OptimizerType::adamw8bit &&
-      t != OptimizerType::sgd && t != OptimizerType::lion && t != OptimizerType::lion8bit &&
-      ok(p, {key, "optimizer.type"}))
-    p.mistake(key, "strata.optimizer_in_backward with optimizer.type {} is not implemented (its "
-              "update needs statistics over several units or ranks); use Adam, AdamW, AdamW8bit, "
-              "SGD, Lion or Lion8bit, or set strata.optimizer_in_backward to false", to_string(t));
+  if (!c.optimizer.spec().unit_steps && ok(p, {key, "optimizer.type"})) {
+    std::vector<std::string_view> ok_types;
+    for (const optim::OptimizerSpec* s : optim::optimizer_specs())
+      if (s->unit_steps) ok_types.push_back(s->name);
+    const std::string_view last = ok_types.back();
+    ok_types.pop_back();
+    p.mistake(key,
+              "strata.optimizer_in_backward with optimizer.type {} is not implemented (its "
+              "update needs statistics over several units or ranks); use {} or {}, or set "
+              "strata.optimizer_in_backward to false",
+              c.optimizer.type, fmt::join(ok_types, ", "), last);
+  }
   if (c.gradient_clipping > 0 && ok(p, {key, "gradient_clipping"}))
     p.mistake(key, "strata.optimizer_in_backward with gradient_clipping {}: clipping needs the "
               "norm of every gradient before the first update; set gradient_clipping to 0 or "
@@ -86,21 +91,11 @@ void check_rules(const Config& c, Problems& p) {
               c.fp16.min_loss_scale, c.fp16.initial_scale_power,
               std::ldexp(1.0, static_cast<int>(c.fp16.initial_scale_power)));
 
-  if (c.optimizer.type == OptimizerType::sgd && c.optimizer.nesterov && c.optimizer.momentum <= 0 &&
-      ok(p, {"optimizer"}))
-    p.mistake("optimizer.params.nesterov",
-              "optimizer.params.nesterov is true but optimizer.params.momentum is {}; Nesterov "
-              "momentum needs momentum > 0",
-              c.optimizer.momentum);
-
   const Scheduler& s = c.scheduler;
-  if (c.optimizer.type == OptimizerType::adafactor && c.optimizer.relative_step &&
-      s.type != SchedulerType::none)
-    p.mistake("scheduler.type",
-              "scheduler.type is {} but Adafactor's relative_step is true, which sets the step "
-              "size itself (min(1e-2, 1/sqrt(step))); remove the scheduler, or set "
-              "optimizer.params.relative_step to false and give optimizer.params.lr",
-              to_string(s.type));
+  // An optimizer that sets its own step size (Adafactor's relative_step) takes no schedule.
+  if (const auto own = c.optimizer.spec().own_step_size; own && s.type != SchedulerType::none)
+    if (const std::string why = own(c.optimizer.params); !why.empty())
+      p.mistake("scheduler.type", "scheduler.type is {} but {}", to_string(s.type), why);
   if ((s.type == SchedulerType::warmup_decay_lr || s.type == SchedulerType::warmup_cosine_lr) &&
       ok(p, {"scheduler"})) {
     if (s.total_num_steps == 0)

@@ -67,7 +67,7 @@ std::string run_summary(const SummaryInputs& in) {
       cfg.train_micro_batch_size_per_gpu, cfg.gradient_accumulation_steps, g.dp_size(),
       cfg.train_batch_size, cfg.train_batch_size * T, cfg.strata.train_steps);
   std::string opt =
-      fmt::format("optimizer  {} lr {:g}", config::to_string(cfg.optimizer.type), cfg.optimizer.lr);
+      fmt::format("optimizer  {} lr {:g}", cfg.optimizer.type, cfg.optimizer.lr());
   if (cfg.scheduler.type != config::SchedulerType::none)
     opt += fmt::format(", {}", config::to_string(cfg.scheduler.type));
   if (cfg.gradient_clipping > 0)

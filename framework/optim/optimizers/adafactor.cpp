@@ -35,30 +35,31 @@ Adafactor::Adafactor(const AdafactorHyper& h)
 
 std::shared_ptr<const Optimizer> Adafactor::from_config(const config::Optimizer& c) {
   AdafactorHyper h;
-  h.lr = c.lr;
-  h.eps1 = c.adafactor_eps[0];
-  h.eps2 = c.adafactor_eps[1];
-  h.clip_threshold = c.clip_threshold;
-  h.decay_rate = c.decay_rate;
-  h.beta1 = c.beta1 ? *c.beta1 : -1.0;
-  h.weight_decay = c.weight_decay;
-  h.scale_parameter = c.scale_parameter;
-  h.relative_step = c.relative_step;
-  h.warmup_init = c.warmup_init;
+  const HValues& v = c.params;
+  h.lr = v.number("lr");
+  h.eps1 = v.pair("eps")[0];
+  h.eps2 = v.pair("eps")[1];
+  h.clip_threshold = v.number("clip_threshold");
+  h.decay_rate = v.number("decay_rate");
+  h.beta1 = v.optional_number("beta1").value_or(-1.0);  // -1: no first moment
+  h.weight_decay = v.number("weight_decay");
+  h.scale_parameter = v.flag("scale_parameter");
+  h.relative_step = v.flag("relative_step");
+  h.warmup_init = v.flag("warmup_init");
   return std::make_shared<Adafactor>(h);
 }
 
 void Adafactor::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::adafactor;
-  out.lr = h_.lr;
-  out.adafactor_eps = {h_.eps1, h_.eps2};
-  out.clip_threshold = h_.clip_threshold;
-  out.decay_rate = h_.decay_rate;
-  out.beta1 = h_.has_beta1() ? std::optional<double>(h_.beta1) : std::nullopt;
-  out.weight_decay = h_.weight_decay;
-  out.scale_parameter = h_.scale_parameter;
-  out.relative_step = h_.relative_step;
-  out.warmup_init = h_.warmup_init;
+  out = config::Optimizer("Adafactor");
+  out.params.set("lr", h_.lr);
+  out.params.set("eps", HPair{h_.eps1, h_.eps2});
+  out.params.set("clip_threshold", h_.clip_threshold);
+  out.params.set("decay_rate", h_.decay_rate);
+  out.params.set("beta1", h_.has_beta1() ? std::optional<double>(h_.beta1) : std::nullopt);
+  out.params.set("weight_decay", h_.weight_decay);
+  out.params.set("scale_parameter", h_.scale_parameter);
+  out.params.set("relative_step", h_.relative_step);
+  out.params.set("warmup_init", h_.warmup_init);
 }
 
 void Adafactor::bind(const nn::ParamStore& store, int) {

@@ -19,14 +19,14 @@ AdamW::AdamW(const AdamWHyper& h) : UnitStepOptimizer(adamw_declaration()), h_(h
 std::shared_ptr<const Optimizer> AdamW::from_config(const config::Optimizer& c) {
   AdamWHyper h;
   adam_family_from_config(h, c);
-  h.bias_correction = c.bias_correction;
+  h.bias_correction = c.params.flag("bias_correction");
   return std::make_shared<AdamW>(h);
 }
 
 void AdamW::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::adamw;
+  out = config::Optimizer("AdamW");
   adam_family_to_config(h_, out);
-  out.bias_correction = h_.bias_correction;
+  out.params.set("bias_correction", h_.bias_correction);
 }
 
 void AdamW::bind(const nn::ParamStore&, int) { validate(h_); }

@@ -28,18 +28,18 @@ class AdamW final : public UnitStepOptimizer {
 // writes back.
 template <typename Hyper>
 void adam_family_from_config(Hyper& h, const config::Optimizer& c) {
-  h.lr = c.lr;
-  h.beta1 = c.betas[0];
-  h.beta2 = c.betas[1];
-  h.eps = c.eps;
-  h.weight_decay = c.weight_decay;
+  h.lr = c.params.number("lr");
+  h.beta1 = c.params.pair("betas")[0];
+  h.beta2 = c.params.pair("betas")[1];
+  h.eps = c.params.number("eps");
+  h.weight_decay = c.params.number("weight_decay");
 }
 template <typename Hyper>
 void adam_family_to_config(const Hyper& h, config::Optimizer& c) {
-  c.lr = h.lr;
-  c.betas = {h.beta1, h.beta2};
-  c.eps = h.eps;
-  c.weight_decay = h.weight_decay;
+  c.params.set("lr", h.lr);
+  c.params.set("betas", optim::HPair{h.beta1, h.beta2});
+  c.params.set("eps", h.eps);
+  c.params.set("weight_decay", h.weight_decay);
 }
 
 }  // namespace strata::optim

@@ -29,14 +29,14 @@ AdamW8bit::AdamW8bit(const AdamWHyper& h) : UnitStepOptimizer(adamw8bit_declarat
 std::shared_ptr<const Optimizer> AdamW8bit::from_config(const config::Optimizer& c) {
   AdamWHyper h;
   adam_family_from_config(h, c);
-  h.bias_correction = c.bias_correction;
+  h.bias_correction = c.params.flag("bias_correction");
   return std::make_shared<AdamW8bit>(h);
 }
 
 void AdamW8bit::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::adamw8bit;
+  out = config::Optimizer("AdamW8bit");
   adam_family_to_config(h_, out);
-  out.bias_correction = h_.bias_correction;
+  out.params.set("bias_correction", h_.bias_correction);
 }
 
 void AdamW8bit::bind(const nn::ParamStore&, int) { validate(h_); }

@@ -42,20 +42,20 @@ Lamb::Lamb(const LambHyper& h) : Optimizer(lamb_declaration()), h_(h), h_nodecay
 std::shared_ptr<const Optimizer> Lamb::from_config(const config::Optimizer& c) {
   LambHyper h;
   adam_family_from_config(h, c);
-  h.bias_correction = c.bias_correction;
-  h.max_coeff = c.max_coeff;
-  h.min_coeff = c.min_coeff;
-  h.eps_inside_sqrt = c.eps_inside_sqrt;
+  h.bias_correction = c.params.flag("bias_correction");
+  h.max_coeff = c.params.number("max_coeff");
+  h.min_coeff = c.params.number("min_coeff");
+  h.eps_inside_sqrt = c.params.flag("eps_inside_sqrt");
   return std::make_shared<Lamb>(h);
 }
 
 void Lamb::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::lamb;
+  out = config::Optimizer("Lamb");
   adam_family_to_config(h_, out);
-  out.bias_correction = h_.bias_correction;
-  out.max_coeff = h_.max_coeff;
-  out.min_coeff = h_.min_coeff;
-  out.eps_inside_sqrt = h_.eps_inside_sqrt;
+  out.params.set("bias_correction", h_.bias_correction);
+  out.params.set("max_coeff", h_.max_coeff);
+  out.params.set("min_coeff", h_.min_coeff);
+  out.params.set("eps_inside_sqrt", h_.eps_inside_sqrt);
 }
 
 void Lamb::bind(const nn::ParamStore& store, int) {

@@ -16,17 +16,17 @@ Declaration lion_declaration() {
 
 LionHyper lion_from_config(const config::Optimizer& c) {
   LionHyper h;
-  h.lr = c.lr;
-  h.beta1 = c.betas[0];
-  h.beta2 = c.betas[1];
-  h.weight_decay = c.weight_decay;
+  h.lr = c.params.number("lr");
+  h.beta1 = c.params.pair("betas")[0];
+  h.beta2 = c.params.pair("betas")[1];
+  h.weight_decay = c.params.number("weight_decay");
   return h;
 }
 
 void lion_to_config(const LionHyper& h, config::Optimizer& out) {
-  out.lr = h.lr;
-  out.betas = {h.beta1, h.beta2};
-  out.weight_decay = h.weight_decay;
+  out.params.set("lr", h.lr);
+  out.params.set("betas", HPair{h.beta1, h.beta2});
+  out.params.set("weight_decay", h.weight_decay);
 }
 
 Lion::Lion(const LionHyper& h) : UnitStepOptimizer(lion_declaration()), h_(h) {}
@@ -36,7 +36,7 @@ std::shared_ptr<const Optimizer> Lion::from_config(const config::Optimizer& c) {
 }
 
 void Lion::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::lion;
+  out = config::Optimizer("Lion");
   lion_to_config(h_, out);
 }
 

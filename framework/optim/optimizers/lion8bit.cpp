@@ -29,7 +29,7 @@ std::shared_ptr<const Optimizer> Lion8bit::from_config(const config::Optimizer& 
 }
 
 void Lion8bit::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::lion8bit;
+  out = config::Optimizer("Lion8bit");
   lion_to_config(h_, out);
 }
 

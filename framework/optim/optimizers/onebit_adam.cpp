@@ -30,15 +30,14 @@ OneBitAdam::OneBitAdam(const OneBitAdamHyper& h) : Optimizer(onebit_adam_declara
 std::shared_ptr<const Optimizer> OneBitAdam::from_config(const config::Optimizer& c) {
   OneBitAdamHyper h;
   adam_family_from_config(h, c);
-  h.freeze_step = c.freeze_step;
+  h.freeze_step = c.params.integer("freeze_step");
   return std::make_shared<OneBitAdam>(h);
 }
 
 void OneBitAdam::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::onebit_adam;
+  out = config::Optimizer("OneBitAdam");  // bias_correction false: the only value it takes
   adam_family_to_config(h_, out);
-  out.bias_correction = false;
-  out.freeze_step = h_.freeze_step;
+  out.params.set("freeze_step", h_.freeze_step);
 }
 
 void OneBitAdam::bind(const nn::ParamStore& store, int ranks) {

@@ -50,27 +50,27 @@ OneBitLamb::OneBitLamb(const OneBitLambHyper& h) : Optimizer(onebit_lamb_declara
 std::shared_ptr<const Optimizer> OneBitLamb::from_config(const config::Optimizer& c) {
   OneBitLambHyper h;
   adam_family_from_config(h, c);
-  h.max_coeff = c.max_coeff;
-  h.min_coeff = c.min_coeff;
-  h.freeze_step = c.freeze_step;
-  h.coeff_beta = c.coeff_beta;
-  h.factor_max = c.factor_max;
-  h.factor_min = c.factor_min;
-  h.factor_threshold = c.factor_threshold;
+  h.max_coeff = c.params.number("max_coeff");
+  h.min_coeff = c.params.number("min_coeff");
+  h.freeze_step = c.params.integer("freeze_step");
+  h.coeff_beta = c.params.number("coeff_beta");
+  h.factor_max = c.params.number("factor_max");
+  h.factor_min = c.params.number("factor_min");
+  h.factor_threshold = c.params.number("factor_threshold");
   return std::make_shared<OneBitLamb>(h);
 }
 
 void OneBitLamb::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::onebit_lamb;
+  // bias_correction and eps_inside_sqrt false: the only values it takes.
+  out = config::Optimizer("OneBitLamb");
   adam_family_to_config(h_, out);
-  out.bias_correction = false;
-  out.max_coeff = h_.max_coeff;
-  out.min_coeff = h_.min_coeff;
-  out.freeze_step = h_.freeze_step;
-  out.coeff_beta = h_.coeff_beta;
-  out.factor_max = h_.factor_max;
-  out.factor_min = h_.factor_min;
-  out.factor_threshold = h_.factor_threshold;
+  out.params.set("max_coeff", h_.max_coeff);
+  out.params.set("min_coeff", h_.min_coeff);
+  out.params.set("freeze_step", h_.freeze_step);
+  out.params.set("coeff_beta", h_.coeff_beta);
+  out.params.set("factor_max", h_.factor_max);
+  out.params.set("factor_min", h_.factor_min);
+  out.params.set("factor_threshold", h_.factor_threshold);
 }
 
 void OneBitLamb::bind(const nn::ParamStore& store, int) {

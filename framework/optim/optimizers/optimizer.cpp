@@ -208,7 +208,7 @@ std::string optimizer_names(const std::function<bool(const Declaration&)>& keep,
                             std::string_view conjunction) {
   std::vector<std::string> names;
   for (const OptimizerEntry& e : registered_optimizers()) {
-    const Declaration& d = e.make(config::Optimizer{})->declaration();
+    const Declaration& d = e.make(config::Optimizer(e.type))->declaration();
     if (keep(d) && std::find(names.begin(), names.end(), d.name) == names.end())
       names.push_back(d.name);
   }

@@ -13,18 +13,17 @@
 namespace strata::optim {
 
 std::span<const OptimizerEntry> registered_optimizers() {
-  using T = config::OptimizerType;
   static const OptimizerEntry entries[] = {
-      {T::adamw, &AdamW::from_config},
-      {T::adam, &AdamW::from_config},  // AdamW semantics (adam_w_mode true, the config's rule)
-      {T::sgd, &SGD::from_config},
-      {T::adamw8bit, &AdamW8bit::from_config},
-      {T::adafactor, &Adafactor::from_config},
-      {T::lamb, &Lamb::from_config},
-      {T::onebit_adam, &OneBitAdam::from_config},
-      {T::onebit_lamb, &OneBitLamb::from_config},
-      {T::lion, &Lion::from_config},
-      {T::lion8bit, &Lion8bit::from_config},
+      {"AdamW", &AdamW::from_config},
+      {"Adam", &AdamW::from_config},  // AdamW semantics (adam_w_mode true, the config's rule)
+      {"SGD", &SGD::from_config},
+      {"AdamW8bit", &AdamW8bit::from_config},
+      {"Adafactor", &Adafactor::from_config},
+      {"Lamb", &Lamb::from_config},
+      {"OneBitAdam", &OneBitAdam::from_config},
+      {"OneBitLamb", &OneBitLamb::from_config},
+      {"Lion", &Lion::from_config},
+      {"Lion8bit", &Lion8bit::from_config},
   };
   return entries;
 }
@@ -33,7 +32,7 @@ std::shared_ptr<const Optimizer> make_optimizer(const config::Optimizer& c) {
   for (const OptimizerEntry& e : registered_optimizers())
     if (e.type == c.type) return e.make(c);
   fail("optim", "optimizer.type {} has no optimizer registered (framework/optim/optimizers/"
-       "registry.cpp)", config::to_string(c.type));
+       "registry.cpp)", c.type);
 }
 
 }  // namespace strata::optim

@@ -1,5 +1,7 @@
-// The optimizers Strata has: each config optimizer.type and the function that makes its object
-// from the config's optimizer block. Adding an optimizer adds one line to registry.cpp.
+// The optimizers Strata has: each config optimizer.type (its hyperparameters declared in
+// framework/optim/hparams) and the function that makes its object from the config's optimizer
+// block. Adding an optimizer adds one line to registry.cpp (and its spec's line to
+// hparams/registry.cpp; a test checks the two lists agree).
 #pragma once
 
 #include <memory>
@@ -11,7 +13,7 @@
 namespace strata::optim {
 
 struct OptimizerEntry {
-  config::OptimizerType type;
+  std::string_view type;  // the spec's name: optimizer.type as the config writes it
   std::shared_ptr<const Optimizer> (*make)(const config::Optimizer&);
 };
 

@@ -19,19 +19,19 @@ SGD::SGD(const SGDHyper& h) : UnitStepOptimizer(sgd_declaration()), h_(h) {}
 
 std::shared_ptr<const Optimizer> SGD::from_config(const config::Optimizer& c) {
   SGDHyper h;
-  h.lr = c.lr;
-  h.momentum = c.momentum;
-  h.nesterov = c.nesterov;
-  h.weight_decay = c.weight_decay;
+  h.lr = c.params.number("lr");
+  h.momentum = c.params.number("momentum");
+  h.nesterov = c.params.flag("nesterov");
+  h.weight_decay = c.params.number("weight_decay");
   return std::make_shared<SGD>(h);
 }
 
 void SGD::to_config(config::Optimizer& out) const {
-  out.type = config::OptimizerType::sgd;
-  out.lr = h_.lr;
-  out.momentum = h_.momentum;
-  out.nesterov = h_.nesterov;
-  out.weight_decay = h_.weight_decay;
+  out = config::Optimizer("SGD");
+  out.params.set("lr", h_.lr);
+  out.params.set("momentum", h_.momentum);
+  out.params.set("nesterov", h_.nesterov);
+  out.params.set("weight_decay", h_.weight_decay);
 }
 
 void SGD::bind(const nn::ParamStore&, int) { validate(h_); }

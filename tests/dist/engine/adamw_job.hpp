@@ -21,8 +21,8 @@ inline config::Config adamw_job(int micro, int accum, int stage) {
   z.overlap_comm = true;
   z.stage3_param_persistence_threshold = 0;
   z.stage3_max_reuse_distance = 0;
-  cfg.optimizer.type = config::OptimizerType::adamw;
-  cfg.optimizer.lr = 3e-3;
+  cfg.optimizer = config::Optimizer("AdamW");
+  cfg.optimizer.params.set("lr", 3e-3);
   cfg.gradient_clipping = 1.0;
   return cfg;
 }

@@ -106,11 +106,11 @@ TEST(HuggingFaceAuto, CommandLineValuesTakeHuggingFacesDefaults) {
           "warmup_num_steps": "auto"}}})");
   Config c = accepted(doc);
   EXPECT_DOUBLE_EQ(c.gradient_clipping, 1.0);
-  EXPECT_DOUBLE_EQ(c.optimizer.lr, 5e-5);
-  EXPECT_DOUBLE_EQ(c.optimizer.betas[0], 0.9);
-  EXPECT_DOUBLE_EQ(c.optimizer.betas[1], 0.999);
-  EXPECT_DOUBLE_EQ(c.optimizer.eps, 1e-8);
-  EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 0.0);  // not AdamW's own default 0.01
+  EXPECT_DOUBLE_EQ(c.optimizer.lr(), 5e-5);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.pair("betas")[0], 0.9);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.pair("betas")[1], 0.999);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.number("eps"), 1e-8);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.number("weight_decay"), 0.0);  // not AdamW's own default 0.01
   EXPECT_DOUBLE_EQ(c.scheduler.warmup_max_lr, 5e-5);  // follows the resolved lr
   EXPECT_EQ(c.scheduler.warmup_num_steps, 0);
   EXPECT_TRUE(has_note(c, "auto: gradient_clipping = 1.0, the default of Hugging Face's "
@@ -126,9 +126,9 @@ TEST(HuggingFaceAuto, CommandLineValuesTakeHuggingFacesDefaults) {
   apply_override(doc, "optimizer.params.lr=0.0001");
   apply_override(doc, "optimizer.params.betas=[0.9, 0.95]");
   c = accepted(doc);
-  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-4);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr(), 1e-4);
   EXPECT_DOUBLE_EQ(c.scheduler.warmup_max_lr, 1e-4);
-  EXPECT_DOUBLE_EQ(c.optimizer.betas[1], 0.95);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.pair("betas")[1], 0.95);
 }
 
 // "auto" precision is chosen by the device at start-up (train::resolve_device, tested in

@@ -35,14 +35,14 @@ TEST(ConfigOverride, ValuesTakeTheKindOfTheirKey) {
   const Config c = parse_config(doc);
   EXPECT_EQ(c.zero_optimization.stage, 3);
   EXPECT_FALSE(c.zero_optimization.overlap_comm);
-  EXPECT_EQ(c.optimizer.type, OptimizerType::sgd);
-  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.05);
+  EXPECT_EQ(c.optimizer.type, "SGD");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr(), 0.05);
   EXPECT_EQ(c.strata.checkpoint.resume, "1234");
   EXPECT_EQ(c.strata.data.train, "data/a b.bin");
   EXPECT_EQ(c.zero_optimization.reduce_bucket_size, 500'000'000);
   json betas = minimal();
   apply_override(betas, "optimizer.params.betas", "[0.8, 0.9]");
-  EXPECT_DOUBLE_EQ(parse_config(betas).optimizer.betas[1], 0.9);
+  EXPECT_DOUBLE_EQ(parse_config(betas).optimizer.params.pair("betas")[1], 0.9);
 }
 
 TEST(ConfigOverride, LaterOverridesWinAndEmptyDocumentsGrow) {

@@ -35,9 +35,9 @@ TEST(ConfigParse, MinimalConfigTakesEveryDefault) {
   EXPECT_EQ(to_json(c), to_json(expected));
   EXPECT_EQ(c.train_batch_size, 0);  // not resolved until the world size is known
   EXPECT_EQ(c.steps_per_print, 10);
-  EXPECT_EQ(c.optimizer.type, OptimizerType::adamw);
-  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-3);
-  EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 0.01);
+  EXPECT_EQ(c.optimizer.type, "AdamW");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr(), 1e-3);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.number("weight_decay"), 0.01);
   EXPECT_EQ(c.scheduler.type, SchedulerType::none);
   EXPECT_EQ(c.zero_optimization.stage, 0);
   EXPECT_EQ(c.zero_optimization.reduce_bucket_size, 500'000'000);
@@ -86,13 +86,13 @@ TEST(ConfigParse, ReadsADeepSpeedStyleConfig) {
   EXPECT_EQ(c.fp16.hysteresis, 4);
   EXPECT_TRUE(c.fp16.consecutive_hysteresis);
   EXPECT_DOUBLE_EQ(c.fp16.min_loss_scale, 2);
-  EXPECT_EQ(c.optimizer.type, OptimizerType::adam);  // DeepSpeed lowercases the type
-  EXPECT_DOUBLE_EQ(c.optimizer.lr, 3e-4);
-  EXPECT_DOUBLE_EQ(c.optimizer.betas[0], 0.8);
-  EXPECT_DOUBLE_EQ(c.optimizer.betas[1], 0.95);
-  EXPECT_DOUBLE_EQ(c.optimizer.eps, 1e-6);
-  EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 0.1);
-  EXPECT_TRUE(c.optimizer.adam_w_mode);
+  EXPECT_EQ(c.optimizer.type, "Adam");  // DeepSpeed lowercases the type
+  EXPECT_DOUBLE_EQ(c.optimizer.lr(), 3e-4);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.pair("betas")[0], 0.8);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.pair("betas")[1], 0.95);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.number("eps"), 1e-6);
+  EXPECT_DOUBLE_EQ(c.optimizer.params.number("weight_decay"), 0.1);
+  EXPECT_TRUE(c.optimizer.params.flag("adam_w_mode"));
   EXPECT_EQ(c.scheduler.type, SchedulerType::warmup_lr);
   EXPECT_EQ(c.scheduler.warmup_num_steps, 100);
   EXPECT_EQ(c.scheduler.warmup_type, WarmupType::linear);
@@ -132,10 +132,10 @@ TEST(ConfigParse, DefaultsThatDependOnOtherKeys) {
     doc.update(extra);
     return parse_config(doc);
   };
-  EXPECT_DOUBLE_EQ(with({{"optimizer", {{"type", "AdamW"}}}}).optimizer.weight_decay, 0.01);
-  EXPECT_DOUBLE_EQ(with({{"optimizer", {{"type", "Adam"}}}}).optimizer.weight_decay, 0.0);
-  EXPECT_TRUE(with({{"optimizer", {{"type", "Adam"}}}}).optimizer.adam_w_mode);
-  EXPECT_DOUBLE_EQ(with({{"optimizer", {{"type", "SGD"}}}}).optimizer.weight_decay, 0.0);
+  EXPECT_DOUBLE_EQ(with({{"optimizer", {{"type", "AdamW"}}}}).optimizer.params.number("weight_decay"), 0.01);
+  EXPECT_DOUBLE_EQ(with({{"optimizer", {{"type", "Adam"}}}}).optimizer.params.number("weight_decay"), 0.0);
+  EXPECT_TRUE(with({{"optimizer", {{"type", "Adam"}}}}).optimizer.params.flag("adam_w_mode"));
+  EXPECT_DOUBLE_EQ(with({{"optimizer", {{"type", "SGD"}}}}).optimizer.params.number("weight_decay"), 0.0);
   EXPECT_FALSE(with({{"zero_optimization", {{"stage", 2}}}}).zero_optimization.overlap_comm);
   EXPECT_TRUE(with({{"zero_optimization", {{"stage", 3}}}}).zero_optimization.overlap_comm);
   EXPECT_FALSE(with({{"zero_optimization", {{"stage", 3}, {"overlap_comm", false}}}})
@@ -274,8 +274,8 @@ TEST(ConfigExamples, TinyIsTheSmallGpt) {
   EXPECT_EQ(c.strata.model.block_size, 128);
   EXPECT_EQ(c.strata.model.vocab_size, 256);
   EXPECT_EQ(c.train_micro_batch_size_per_gpu, 8);
-  EXPECT_EQ(c.optimizer.type, OptimizerType::adamw);
-  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-3);
+  EXPECT_EQ(c.optimizer.type, "AdamW");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr(), 1e-3);
 }
 
 }  // namespace

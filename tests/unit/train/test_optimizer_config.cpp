@@ -8,6 +8,7 @@
 #include "framework/optim/optimizers/adamw8bit.hpp"
 #include "framework/optim/optimizers/lion.hpp"
 #include "framework/optim/optimizers/lion8bit.hpp"
+#include "framework/optim/optimizers/registry.hpp"
 #include "framework/train/from_config.hpp"
 #include "tests/unit/config/expect_error.hpp"
 
@@ -30,8 +31,8 @@ json with_optimizer(json optimizer) {
 TEST(OptimizerConfig, AdamW8bitTakesAdamWsParams) {
   const Config c = parse_config(with_optimizer(
       {{"type", "adamw8bit"}, {"params", {{"lr", 2e-3}, {"betas", {0.9, 0.95}}, {"eps", 1e-6}}}}));
-  EXPECT_EQ(c.optimizer.type, OptimizerType::adamw8bit);
-  EXPECT_EQ(c.optimizer.weight_decay, 0.01);  // bitsandbytes' AdamW8bit default, as AdamW
+  EXPECT_EQ(c.optimizer.type, "AdamW8bit");
+  EXPECT_EQ(c.optimizer.params.number("weight_decay"), 0.01);  // bitsandbytes' AdamW8bit default, as AdamW
   const train::TrainerOptions o = train::trainer_options(c);
   EXPECT_EQ(o.optimizer->name(), "AdamW8bit");
   const optim::AdamWHyper& h = dynamic_cast<const optim::AdamW8bit&>(*o.optimizer).hyper();
@@ -47,11 +48,11 @@ TEST(OptimizerConfig, AdamW8bitTakesAdamWsParams) {
 TEST(OptimizerConfig, BiasCorrectionReachesTheTrainer) {
   for (const char* type : {"Adam", "AdamW", "AdamW8bit"}) {
     const Config on = parse_config(with_optimizer({{"type", type}}));
-    EXPECT_TRUE(on.optimizer.bias_correction) << type;
+    EXPECT_TRUE(on.optimizer.params.flag("bias_correction")) << type;
     EXPECT_TRUE(adamw_hyper(train::trainer_options(on)).bias_correction) << type;
     const Config off =
         parse_config(with_optimizer({{"type", type}, {"params", {{"bias_correction", false}}}}));
-    EXPECT_FALSE(off.optimizer.bias_correction) << type;
+    EXPECT_FALSE(off.optimizer.params.flag("bias_correction")) << type;
     EXPECT_FALSE(adamw_hyper(train::trainer_options(off)).bias_correction) << type;
     EXPECT_EQ(to_json(off)["optimizer"]["params"]["bias_correction"], false) << type;
     EXPECT_EQ(to_json(parse_config(to_json(off))), to_json(off)) << type;
@@ -61,16 +62,16 @@ TEST(OptimizerConfig, BiasCorrectionReachesTheTrainer) {
 TEST(OptimizerConfig, AdafactorDefaultsAreTransformers) {
   const Config c = parse_config(with_optimizer({{"type", "Adafactor"}}));
   const Optimizer& o = c.optimizer;
-  EXPECT_EQ(o.type, OptimizerType::adafactor);
-  EXPECT_EQ(o.adafactor_eps[0], 1e-30);
-  EXPECT_EQ(o.adafactor_eps[1], 1e-3);
-  EXPECT_EQ(o.clip_threshold, 1.0);
-  EXPECT_EQ(o.decay_rate, -0.8);
-  EXPECT_FALSE(o.beta1.has_value());
-  EXPECT_EQ(o.weight_decay, 0.0);
-  EXPECT_TRUE(o.scale_parameter);
-  EXPECT_TRUE(o.relative_step);
-  EXPECT_FALSE(o.warmup_init);
+  EXPECT_EQ(o.type, "Adafactor");
+  EXPECT_EQ(o.params.pair("eps")[0], 1e-30);
+  EXPECT_EQ(o.params.pair("eps")[1], 1e-3);
+  EXPECT_EQ(o.params.number("clip_threshold"), 1.0);
+  EXPECT_EQ(o.params.number("decay_rate"), -0.8);
+  EXPECT_FALSE(o.params.optional_number("beta1").has_value());
+  EXPECT_EQ(o.params.number("weight_decay"), 0.0);
+  EXPECT_TRUE(o.params.flag("scale_parameter"));
+  EXPECT_TRUE(o.params.flag("relative_step"));
+  EXPECT_FALSE(o.params.flag("warmup_init"));
   const json j = to_json(c);
   EXPECT_FALSE(j["optimizer"]["params"].contains("lr")) << "relative_step: lr is not a setting";
   EXPECT_TRUE(j["optimizer"]["params"]["beta1"].is_null());
@@ -111,13 +112,13 @@ TEST(OptimizerConfig, AdafactorParamsReachTheTrainer) {
 TEST(OptimizerConfig, LionTakesDeepSpeedsParams) {
   for (const char* type : {"Lion", "lion8bit"}) {
     const Config d = parse_config(with_optimizer({{"type", type}}));
-    EXPECT_EQ(d.optimizer.lr, 1e-3) << type;
-    EXPECT_EQ(d.optimizer.weight_decay, 0.0) << type;
+    EXPECT_EQ(d.optimizer.lr(), 1e-3) << type;
+    EXPECT_EQ(d.optimizer.params.number("weight_decay"), 0.0) << type;
     const Config c = parse_config(with_optimizer(
         {{"type", type}, {"params", {{"lr", 3e-4}, {"betas", {0.95, 0.98}}, {"weight_decay", 0.1}}}}));
     const train::TrainerOptions o = train::trainer_options(c);
     const bool eight = std::string(type) == "lion8bit";
-    EXPECT_EQ(c.optimizer.type, eight ? OptimizerType::lion8bit : OptimizerType::lion);
+    EXPECT_EQ(c.optimizer.type, eight ? "Lion8bit" : "Lion");
     EXPECT_EQ(o.optimizer->name(), eight ? "Lion8bit" : "Lion");
     const optim::LionHyper& h = eight ? dynamic_cast<const optim::Lion8bit&>(*o.optimizer).hyper()
                                       : dynamic_cast<const optim::Lion&>(*o.optimizer).hyper();
@@ -133,7 +134,38 @@ TEST(OptimizerConfig, LionTakesDeepSpeedsParams) {
     config::Optimizer back;
     o.optimizer->to_config(back);
     EXPECT_EQ(back.type, c.optimizer.type);
-    EXPECT_EQ(back.betas, c.optimizer.betas);
+    EXPECT_EQ(back.params.pair("betas"), c.optimizer.params.pair("betas"));
+  }
+}
+
+// The two lists agree: every declared type (optim/hparams/registry.cpp) has an object
+// (optim/optimizers/registry.cpp) and every object a declaration; the object made from a type's
+// defaults writes back the same values (its from_config and to_config read and write the
+// declared names), and its Declaration's unit_steps is the one the config checks in-backward
+// updates with.
+TEST(OptimizerConfig, EveryDeclaredTypeHasItsObject) {
+  std::size_t objects = 0;
+  for (const optim::OptimizerEntry& e : optim::registered_optimizers()) {
+    EXPECT_NE(optim::find_optimizer_spec(e.type), nullptr) << e.type << " has no declaration";
+    ++objects;
+  }
+  EXPECT_EQ(objects, optim::optimizer_specs().size());
+  for (const optim::OptimizerSpec* spec : optim::optimizer_specs()) {
+    SCOPED_TRACE(std::string(spec->name));
+    const Config c = parse_config(with_optimizer({{"type", spec->name}}));
+    const auto made = optim::make_optimizer(c.optimizer);
+    EXPECT_EQ(made->declaration().unit_steps, spec->unit_steps);
+    Optimizer back;
+    made->to_config(back);
+    // Adam is the AdamW object (its adam_w_mode is the only value it takes): written as AdamW.
+    if (spec->name == "Adam") {
+      EXPECT_EQ(back.type, "AdamW");
+      for (const auto& [name, value] : back.params.items())
+        EXPECT_EQ(value, c.optimizer.params.at(name)) << name;
+      continue;
+    }
+    EXPECT_EQ(back.type, spec->name);
+    EXPECT_EQ(back.params, c.optimizer.params);
   }
 }
 
