@@ -120,10 +120,11 @@ TEST(GptCuda, cuda_LionLion8bitAdamW8bitMatchTheCpu) {
 TEST(GptCuda, cuda_AdafactorLambMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   const std::vector<std::vector<std::string>> optimizers = {
-      {"optimizer.type=Adafactor"},
+      {"optimizer.type=Adafactor", "optimizer.params.relative_step=false",
+       "optimizer.params.lr=0.05"},
       {"optimizer.type=Adafactor", "optimizer.params.beta1=0.9", "optimizer.params.relative_step=false",
-       "optimizer.params.lr=0.001", "optimizer.params.weight_decay=0.01",
-       "zero_optimization.stage=1"},
+       "optimizer.params.scale_parameter=false", "optimizer.params.lr=0.001",
+       "optimizer.params.weight_decay=0.01", "zero_optimization.stage=1"},
       {"optimizer.type=Lamb", "optimizer.params.lr=0.002", "optimizer.params.weight_decay=0.01"},
       {"optimizer.type=Lamb", "optimizer.params.lr=0.002", "zero_optimization.stage=1"}};
   for (const auto& opt : optimizers)
