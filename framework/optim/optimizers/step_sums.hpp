@@ -6,7 +6,9 @@
 //     back up when the kernels read the reduced sums again;
 //   - step_scratch: an f32 buffer of the step (Adafactor's statistics and factors of every unit).
 // On the host both are uncharged heap memory, as the std::vectors they replaced (the planner's
-// meta pass charges nothing for them either); on a GPU they are device workspace, charged.
+// meta pass charges nothing for them either); on a GPU they are device workspace, charged, which
+// the planner does not predict yet (Adafactor: 16 bytes per row and column of every matrix and 24
+// per parameter; LAMB: 16 per parameter: small beside the state).
 #pragma once
 
 #include <span>

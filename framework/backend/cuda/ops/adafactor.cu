@@ -49,11 +49,11 @@ __device__ double fold_sum_squares(const double* a) {
 
 // out[0] += the partials added in order (one thread).
 __global__ void __launch_bounds__(32) add_partials_kernel(const double* partials, std::int64_t k,
-                                                          int stride, double* out) {
-  if (threadIdx.x >= static_cast<unsigned>(stride)) return;
+                                                          double* out) {
+  if (threadIdx.x != 0) return;
   double t = 0.0;
-  for (std::int64_t c = 0; c < k; ++c) t = ieee::dadd(t, partials[c * stride + threadIdx.x]);
-  out[threadIdx.x] = ieee::dadd(out[threadIdx.x], t);
+  for (std::int64_t c = 0; c < k; ++c) t = ieee::dadd(t, partials[c]);
+  out[0] = ieee::dadd(out[0], t);
 }
 
 // ---- sum of squares in cpu::sum_squares' order ----
@@ -242,7 +242,7 @@ void launch_sum_squares_add(const void* x, DT dt, std::int64_t n, double* partia
     case DT::f16: sum_squares_add_kernel<DT::f16><<<blocks, kThreads, 0, s>>>(x, n, partials); break;
     default: sum_squares_add_kernel<DT::f32><<<blocks, kThreads, 0, s>>>(x, n, partials); break;
   }
-  add_partials_kernel<<<1, 32, 0, s>>>(partials, chunks, 1, out);
+  add_partials_kernel<<<1, 32, 0, s>>>(partials, chunks, out);
 }
 
 void launch_adafactor_sq_sums(const float* grad, std::int64_t first, std::int64_t n,
@@ -277,7 +277,7 @@ void launch_adafactor_factored_sumsq(const float* grad, std::int64_t first, std:
   const std::int64_t chunks = chunks_of(n, kAdafactorChunk);
   factored_sumsq_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, s>>>(grad, first, n, cols, gs,
                                                                          rf, cf, partials);
-  add_partials_kernel<<<1, 32, 0, s>>>(partials, chunks, 1, out);
+  add_partials_kernel<<<1, 32, 0, s>>>(partials, chunks, out);
 }
 
 void launch_adafactor_vector_sumsq(const float* grad, const float* v, std::int64_t n, float gs,
@@ -287,7 +287,7 @@ void launch_adafactor_vector_sumsq(const float* grad, const float* v, std::int64
   const std::int64_t chunks = chunks_of(n, kAdafactorChunk);
   vector_sumsq_kernel<<<static_cast<unsigned>(chunks), kLanes, 0, s>>>(
       grad, v, n, gs, eps1, static_cast<float>(beta2), static_cast<float>(1.0 - beta2), partials);
-  add_partials_kernel<<<1, 32, 0, s>>>(partials, chunks, 1, out);
+  add_partials_kernel<<<1, 32, 0, s>>>(partials, chunks, out);
 }
 
 void launch_adafactor_apply_factored(float* p, const float* grad, float* m, std::int64_t first,
