@@ -117,11 +117,7 @@ void for_row_segments(std::int64_t first, std::size_t n, std::int64_t cols, F&& 
   }
 }
 
-// The scalars of an update in f32, as torch applies python floats to f32 tensors.
-struct ApplyConsts {
-  float grad_scale, clip, lr, b1, c1, wd;
-  bool beta1, decay;
-};
+using ApplyConsts = detail::AdafactorApplyConsts;
 
 // The common tail of both updates for one element whose raw update is u.
 inline void finish(float& p, float u, float* m, const ApplyConsts& c) {
@@ -154,8 +150,21 @@ STRATA_CLONES void apply_vector_range(float* p, const float* grad, float* v, flo
   }
 }
 
+void check_16(std::uint16_t* param16, DType dt16) {
+  if (param16)
+    STRATA_CHECK(dt16 == DType::bf16 || dt16 == DType::f16, "optim",
+                 "the 16-bit parameter copy must be bf16 or f16, got {}", dtype_name(dt16));
+}
+
 ApplyConsts apply_consts(const AdafactorHyper& h, const AdafactorScalars& s) {
-  ApplyConsts c{};
+  return detail::adafactor_apply_consts(h, s);
+}
+
+}  // namespace
+
+detail::AdafactorApplyConsts detail::adafactor_apply_consts(const AdafactorHyper& h,
+                                                            const AdafactorScalars& s) {
+  AdafactorApplyConsts c{};
   c.grad_scale = s.grad_scale;
   c.clip = static_cast<float>(s.clip_divisor);
   c.lr = static_cast<float>(s.lr);
@@ -166,14 +175,6 @@ ApplyConsts apply_consts(const AdafactorHyper& h, const AdafactorScalars& s) {
   c.wd = static_cast<float>(-h.weight_decay * s.lr);
   return c;
 }
-
-void check_16(std::uint16_t* param16, DType dt16) {
-  if (param16)
-    STRATA_CHECK(dt16 == DType::bf16 || dt16 == DType::f16, "optim",
-                 "the 16-bit parameter copy must be bf16 or f16, got {}", dtype_name(dt16));
-}
-
-}  // namespace
 
 void validate(const AdafactorHyper& h) {
   auto finite_pos = [](double x) { return std::isfinite(x) && x > 0.0; };

@@ -77,6 +77,16 @@ struct AdafactorScalars {
   double lr = 0.0;            // adafactor_lr of the whole parameter
 };
 
+namespace detail {
+// The f32 scalars of an update, as torch applies python floats to f32 tensors (computed once on
+// the host; the CUDA kernels take them by value, so both backends round them alike).
+struct AdafactorApplyConsts {
+  float grad_scale, clip, lr, b1, c1, wd;
+  bool beta1, decay;
+};
+AdafactorApplyConsts adafactor_apply_consts(const AdafactorHyper& h, const AdafactorScalars& s);
+}  // namespace detail
+
 // u = ((rf·cf)·g) / f(clip_divisor) · f(lr); with beta1: m = m·f(b1) + u·f(1-b1), u = m; then
 // p = p + p·f(-weight_decay·lr) (fused) and p = p - u; the 16-bit copy written when param16.
 // m may be null without beta1.

@@ -14,12 +14,12 @@ namespace strata::optim {
 
 namespace {
 
-struct Consts {
-  float gs, b1, c1, b2, c2, eps, wd;
-  bool inside;
-};
+using Consts = detail::LambConsts;
+Consts consts(const LambHyper& h, float grad_scale) { return detail::lamb_consts(h, grad_scale); }
 
-Consts consts(const LambHyper& h, float grad_scale) {
+}  // namespace
+
+detail::LambConsts detail::lamb_consts(const LambHyper& h, float grad_scale) {
   validate(h);
   return {grad_scale,
           static_cast<float>(h.beta1),
@@ -30,6 +30,8 @@ Consts consts(const LambHyper& h, float grad_scale) {
           static_cast<float>(h.weight_decay),
           h.eps_inside_sqrt};
 }
+
+namespace {
 
 // The new moments and the update of one element (what both passes compute identically).
 struct Elem {

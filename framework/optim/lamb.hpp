@@ -52,6 +52,16 @@ struct LambSums {
 LambSums lamb_sums(const float* param, const float* grad, const float* m, const float* v,
                    std::size_t n, const LambHyper& h, float grad_scale);
 
+namespace detail {
+// The f32 scalars of lamb_sums / lamb_apply (validates h), computed once on the host; the CUDA
+// kernels take them by value.
+struct LambConsts {
+  float gs, b1, c1, b2, c2, eps, wd;
+  bool inside;
+};
+LambConsts lamb_consts(const LambHyper& h, float grad_scale);
+}  // namespace detail
+
 // The update of the range: m = m', v = v', p = p - f(step_size·trust_ratio)·u (the same u as
 // lamb_sums); the 16-bit copy written when param16 is given.
 void lamb_apply(float* param, const float* grad, float* m, float* v, std::size_t n,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "framework/backend/ops/ops.hpp"
 #include "framework/core/convert.hpp"
 #include "framework/nn/param_store.hpp"
 #include "framework/train/state_store.hpp"
@@ -27,6 +28,20 @@ inline const float* f32_grad(const nn::ParamStore& store, std::size_t u, const T
   return keep.data<float>();
 }
 
+// As f32_grad, as a tensor where the gradients are (a GPU's: widened there by ops::cast):
+// [0, owned_numel) of unit u's owned gradients g.
+inline Tensor f32_grad_tensor(const nn::ParamStore& store, std::size_t u, const Tensor& g,
+                              Tensor& keep) {
+  const auto owned = static_cast<std::int64_t>(owned_numel(store.layout(u)));
+  const Tensor mine = g.slice(0, 0, owned);
+  if (g.dtype() == DType::f32) return mine;
+  TensorOptions o = store.options().memory.with(Category::workspace);
+  o.device = g.device();
+  keep = Tensor::empty(Shape{owned}, DType::f32, o);
+  if (owned > 0) ops::cast(mine, keep);
+  return keep;
+}
+
 // Calls f(u, state, grad) for every unit in order with its optimizer state acquired (released
 // dirty or not, also when f throws) and its owned gradients as f32 (the multi-pass updates:
 // Adafactor, LAMB).
@@ -39,6 +54,25 @@ void for_each_unit_grads(nn::ParamStore& store, OptimizerStateStore& states, boo
       Tensor keep;
       const nn::GradShardScope g(store, u, false);
       f(u, s, f32_grad(store, u, g.get(), keep));
+    } catch (...) {
+      states.release(u, dirty);
+      throw;
+    }
+    states.release(u, dirty);
+  }
+}
+
+// As for_each_unit_grads, with the f32 gradients as a tensor where they are (f32_grad_tensor).
+template <typename F>
+void for_each_unit_grad_tensors(nn::ParamStore& store, OptimizerStateStore& states, bool dirty,
+                                F&& f) {
+  store.expect_grad_shards_in_order();
+  for (std::size_t u = 0; u < store.num_units(); ++u) {
+    UnitOptimizerState& s = states.acquire(u);
+    try {
+      Tensor keep;
+      const nn::GradShardScope g(store, u, false);
+      f(u, s, f32_grad_tensor(store, u, g.get(), keep));
     } catch (...) {
       states.release(u, dirty);
       throw;

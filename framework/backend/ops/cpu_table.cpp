@@ -350,6 +350,75 @@ void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_cod
                        grad_scale, p16_or_null(param16), dt16_of(param16), grad.dtype());
 }
 
+void sum_squares_add(const Tensor& x, const Tensor& out) {
+  static_cast<double*>(out.raw())[0] += sum_squares(x);
+}
+
+// ---- Adafactor and LAMB: the host kernels of framework/optim, on the tensors' memory ----
+double* f64(const Tensor& t) { return static_cast<double*>(t.raw()); }
+std::size_t count(const Tensor& t) { return static_cast<std::size_t>(t.numel()); }
+
+void adafactor_sq_sums(const Tensor& grad, std::int64_t first, std::int64_t cols,
+                       float grad_scale, float eps1, const Tensor& row_sums,
+                       const Tensor& col_sums) {
+  optim::adafactor_sq_sums(f32(grad), first, count(grad), cols, grad_scale, eps1, f64(row_sums),
+                           f64(col_sums));
+}
+
+void adafactor_ema(const Tensor& stat, const Tensor& sums, double n, double beta2) {
+  optim::adafactor_ema(f32(stat), f64(sums), count(stat), n, beta2);
+}
+
+void adafactor_factors(const Tensor& row, const Tensor& col, const Tensor& row_factor,
+                       const Tensor& col_factor) {
+  optim::adafactor_factors(f32(row), row.numel(), f32(col), col.numel(), f32(row_factor),
+                           f32(col_factor));
+}
+
+void adafactor_factored_sumsq(const Tensor& grad, std::int64_t first, std::int64_t cols,
+                              float grad_scale, const Tensor& row_factor,
+                              const Tensor& col_factor, const Tensor& out) {
+  f64(out)[0] += optim::adafactor_factored_sumsq(f32(grad), first, count(grad), cols, grad_scale,
+                                                 f32(row_factor), f32(col_factor));
+}
+
+void adafactor_vector_sumsq(const Tensor& grad, const Tensor& v, float grad_scale, float eps1,
+                            double beta2, const Tensor& out) {
+  f64(out)[0] += optim::adafactor_vector_sumsq(f32(grad), f32(v), count(grad), grad_scale, eps1,
+                                               beta2);
+}
+
+void adafactor_apply_factored(const Tensor& param, const Tensor& grad, const Tensor& m,
+                              std::int64_t first, std::int64_t cols, const Tensor& row_factor,
+                              const Tensor& col_factor, const optim::AdafactorHyper& h,
+                              const optim::AdafactorScalars& s, const Tensor& param16) {
+  optim::adafactor_apply_factored(f32(param), f32(grad), m.defined() ? f32(m) : nullptr, first,
+                                  count(param), cols, f32(row_factor), f32(col_factor), h, s,
+                                  p16_or_null(param16), dt16_of(param16));
+}
+
+void adafactor_apply_vector(const Tensor& param, const Tensor& grad, const Tensor& v,
+                            const Tensor& m, const optim::AdafactorHyper& h,
+                            const optim::AdafactorScalars& s, const Tensor& param16) {
+  optim::adafactor_apply_vector(f32(param), f32(grad), f32(v), m.defined() ? f32(m) : nullptr,
+                                count(param), h, s, p16_or_null(param16), dt16_of(param16));
+}
+
+void lamb_sums(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+               const optim::LambHyper& h, float grad_scale, const Tensor& out) {
+  const optim::LambSums ls =
+      optim::lamb_sums(f32(param), f32(grad), f32(m), f32(v), count(param), h, grad_scale);
+  f64(out)[0] += ls.param_sq;
+  f64(out)[1] += ls.update_sq;
+}
+
+void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                const optim::LambHyper& h, float grad_scale, double step_size, double trust_ratio,
+                const Tensor& param16) {
+  optim::lamb_apply(f32(param), f32(grad), f32(m), f32(v), count(param), h, grad_scale, step_size,
+                    trust_ratio, p16_or_null(param16), dt16_of(param16));
+}
+
 }  // namespace
 
 const OpTable& cpu_op_table() {

@@ -42,6 +42,16 @@ void check_complete(const OpTable& t) {
       STRATA_OP_ENTRY(lion_step),
       STRATA_OP_ENTRY(adamw8bit_step),
       STRATA_OP_ENTRY(lion8bit_step),
+      STRATA_OP_ENTRY(sum_squares_add),
+      STRATA_OP_ENTRY(adafactor_sq_sums),
+      STRATA_OP_ENTRY(adafactor_ema),
+      STRATA_OP_ENTRY(adafactor_factors),
+      STRATA_OP_ENTRY(adafactor_factored_sumsq),
+      STRATA_OP_ENTRY(adafactor_vector_sumsq),
+      STRATA_OP_ENTRY(adafactor_apply_factored),
+      STRATA_OP_ENTRY(adafactor_apply_vector),
+      STRATA_OP_ENTRY(lamb_sums),
+      STRATA_OP_ENTRY(lamb_apply),
   };
 #undef STRATA_OP_ENTRY
   // One entry per function pointer of OpTable: a new op added there without a line here fails

@@ -154,6 +154,27 @@ void lion8bit_step(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                    std::span<const optim::DecayRun>, const optim::LionHyper&, std::int64_t, float,
                    const Tensor&) {}
 
+// Adafactor's and LAMB's kernels read f32 operands and sum into f64 tensors: nothing to charge.
+void sum_squares_add(const Tensor&, const Tensor&) {}
+void adafactor_sq_sums(const Tensor&, std::int64_t, std::int64_t, float, float, const Tensor&,
+                       const Tensor&) {}
+void adafactor_ema(const Tensor&, const Tensor&, double, double) {}
+void adafactor_factors(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {}
+void adafactor_factored_sumsq(const Tensor&, std::int64_t, std::int64_t, float, const Tensor&,
+                              const Tensor&, const Tensor&) {}
+void adafactor_vector_sumsq(const Tensor&, const Tensor&, float, float, double, const Tensor&) {}
+void adafactor_apply_factored(const Tensor&, const Tensor&, const Tensor&, std::int64_t,
+                              std::int64_t, const Tensor&, const Tensor&,
+                              const optim::AdafactorHyper&, const optim::AdafactorScalars&,
+                              const Tensor&) {}
+void adafactor_apply_vector(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                            const optim::AdafactorHyper&, const optim::AdafactorScalars&,
+                            const Tensor&) {}
+void lamb_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const optim::LambHyper&,
+               float, const Tensor&) {}
+void lamb_apply(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const optim::LambHyper&,
+                float, double, double, const Tensor&) {}
+
 }  // namespace
 
 const OpTable& meta_op_table() {

@@ -9,8 +9,10 @@
 #include <span>
 
 #include "framework/core/tensor.hpp"
+#include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
 #include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/lamb.hpp"
 #include "framework/optim/lion.hpp"
 #include "framework/optim/sgd.hpp"
 
@@ -74,6 +76,34 @@ struct OpTable {
                         const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
                         const optim::LionHyper& h, std::int64_t step, float grad_scale,
                         const Tensor& param16) = nullptr;
+  void (*sum_squares_add)(const Tensor& x, const Tensor& out) = nullptr;
+  void (*adafactor_sq_sums)(const Tensor& grad, std::int64_t first, std::int64_t cols,
+                            float grad_scale, float eps1, const Tensor& row_sums,
+                            const Tensor& col_sums) = nullptr;
+  void (*adafactor_ema)(const Tensor& stat, const Tensor& sums, double count,
+                        double beta2) = nullptr;
+  void (*adafactor_factors)(const Tensor& row, const Tensor& col, const Tensor& row_factor,
+                            const Tensor& col_factor) = nullptr;
+  void (*adafactor_factored_sumsq)(const Tensor& grad, std::int64_t first, std::int64_t cols,
+                                   float grad_scale, const Tensor& row_factor,
+                                   const Tensor& col_factor, const Tensor& out) = nullptr;
+  void (*adafactor_vector_sumsq)(const Tensor& grad, const Tensor& v, float grad_scale,
+                                 float eps1, double beta2, const Tensor& out) = nullptr;
+  void (*adafactor_apply_factored)(const Tensor& param, const Tensor& grad, const Tensor& m,
+                                   std::int64_t first, std::int64_t cols,
+                                   const Tensor& row_factor, const Tensor& col_factor,
+                                   const optim::AdafactorHyper& h,
+                                   const optim::AdafactorScalars& s,
+                                   const Tensor& param16) = nullptr;
+  void (*adafactor_apply_vector)(const Tensor& param, const Tensor& grad, const Tensor& v,
+                                 const Tensor& m, const optim::AdafactorHyper& h,
+                                 const optim::AdafactorScalars& s,
+                                 const Tensor& param16) = nullptr;
+  void (*lamb_sums)(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                    const optim::LambHyper& h, float grad_scale, const Tensor& out) = nullptr;
+  void (*lamb_apply)(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                     const optim::LambHyper& h, float grad_scale, double step_size,
+                     double trust_ratio, const Tensor& param16) = nullptr;
 };
 
 // The table for a device: the CPU backend's, or the CUDA backend's when this build has one
@@ -97,7 +127,10 @@ void check_complete(const OpTable& table);
   X(embedding_forward) X(embedding_backward) X(cross_entropy_forward) X(cross_entropy_backward) \
   X(row_max) X(row_sum_exp) X(target_logit) X(cross_entropy_backward_slice) X(add)              \
   X(add_inplace) X(scale_inplace) X(cast) X(sum_squares) X(has_inf_or_nan) X(adamw_step)        \
-  X(sgd_step) X(lion_step) X(adamw8bit_step) X(lion8bit_step)
+  X(sgd_step) X(lion_step) X(adamw8bit_step) X(lion8bit_step) X(sum_squares_add)               \
+  X(adafactor_sq_sums) X(adafactor_ema) X(adafactor_factors) X(adafactor_factored_sumsq)        \
+  X(adafactor_vector_sumsq) X(adafactor_apply_factored) X(adafactor_apply_vector) X(lamb_sums)  \
+  X(lamb_apply)
 #define STRATA_OP_TABLE_SET_ENTRY(op) x.op = op;
 #define STRATA_OP_TABLE(table_name)                     \
   [] {                                                  \

@@ -470,4 +470,149 @@ void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_cod
       .lion8bit_step(master, grad, m_codes, m_absmax, runs, h, step, grad_scale, param16);
 }
 
+namespace {
+void check_f64(const char* op, const char* name, const Tensor& t, std::int64_t n) {
+  STRATA_CHECK(t.defined() && t.dtype() == DType::f64 && t.is_contiguous(), "ops",
+               "{}: {} must be a contiguous f64 tensor", op, name);
+  check_numel(op, name, t, n);
+}
+
+// grad f32 of n elements as the range [first, first + n) of a matrix of `cols` columns whose
+// rows are `rows` (checked against the range).
+void check_range(const char* op, const Tensor& grad, std::int64_t first, std::int64_t cols,
+                 std::int64_t rows) {
+  check_f32(op, "grad", grad);
+  STRATA_CHECK(cols >= 1 && first >= 0 && first + grad.numel() <= rows * cols, "ops",
+               "{}: the range [{}, {}) does not lie in a {} x {} matrix", op, first,
+               first + grad.numel(), rows, cols);
+}
+}  // namespace
+
+void sum_squares_add(const Tensor& x, const Tensor& out) {
+  const char* op = "sum_squares_add";
+  check_float(op, "x", x, 0);
+  check_f64(op, "out", out, 1);
+  table(op, {&x, &out}).sum_squares_add(x, out);
+}
+
+void adafactor_sq_sums(const Tensor& grad, std::int64_t first, std::int64_t rows, std::int64_t cols,
+                       float grad_scale, float eps1, const Tensor& row_sums,
+                       const Tensor& col_sums) {
+  const char* op = "adafactor_sq_sums";
+  check_f64(op, "col_sums", col_sums, cols);
+  check_f64(op, "row_sums", row_sums, rows);
+  check_range(op, grad, first, cols, rows);
+  table(op, {&grad, &row_sums, &col_sums})
+      .adafactor_sq_sums(grad, first, cols, grad_scale, eps1, row_sums, col_sums);
+}
+
+void adafactor_ema(const Tensor& stat, const Tensor& sums, double count, double beta2) {
+  const char* op = "adafactor_ema";
+  check_f32(op, "stat", stat);
+  check_f64(op, "sums", sums, stat.numel());
+  table(op, {&stat, &sums}).adafactor_ema(stat, sums, count, beta2);
+}
+
+void adafactor_factors(const Tensor& row, const Tensor& col, const Tensor& row_factor,
+                       const Tensor& col_factor) {
+  const char* op = "adafactor_factors";
+  check_f32(op, "row", row);
+  check_f32(op, "col", col);
+  check_f32(op, "row_factor", row_factor);
+  check_f32(op, "col_factor", col_factor);
+  STRATA_CHECK(row.numel() >= 1 && col.numel() >= 1, "ops", "{}: a matrix of {} x {}", op,
+               row.numel(), col.numel());
+  check_numel(op, "row_factor", row_factor, row.numel());
+  check_numel(op, "col_factor", col_factor, col.numel());
+  table(op, {&row, &col, &row_factor, &col_factor})
+      .adafactor_factors(row, col, row_factor, col_factor);
+}
+
+void adafactor_factored_sumsq(const Tensor& grad, std::int64_t first, std::int64_t rows,
+                              std::int64_t cols, float grad_scale, const Tensor& row_factor,
+                              const Tensor& col_factor, const Tensor& out) {
+  const char* op = "adafactor_factored_sumsq";
+  check_f32(op, "row_factor", row_factor);
+  check_f32(op, "col_factor", col_factor);
+  check_numel(op, "row_factor", row_factor, rows);
+  check_numel(op, "col_factor", col_factor, cols);
+  check_range(op, grad, first, cols, rows);
+  check_f64(op, "out", out, 1);
+  table(op, {&grad, &row_factor, &col_factor, &out})
+      .adafactor_factored_sumsq(grad, first, cols, grad_scale, row_factor, col_factor, out);
+}
+
+void adafactor_vector_sumsq(const Tensor& grad, const Tensor& v, float grad_scale, float eps1,
+                            double beta2, const Tensor& out) {
+  const char* op = "adafactor_vector_sumsq";
+  check_f32(op, "grad", grad);
+  check_f32(op, "v", v);
+  check_numel(op, "v", v, grad.numel());
+  check_f64(op, "out", out, 1);
+  table(op, {&grad, &v, &out}).adafactor_vector_sumsq(grad, v, grad_scale, eps1, beta2, out);
+}
+
+namespace {
+// An Adafactor update's operands: param f32, grad f32 of its numel, m f32 with beta1 (undefined
+// without), param16 as the other updates'.
+void check_adafactor_update(const char* op, const Tensor& param, const Tensor& grad,
+                            const Tensor& m, const optim::AdafactorHyper& h,
+                            const Tensor& param16) {
+  check_update(op, param, grad, {}, param16);
+  check_f32(op, "grad", grad);
+  STRATA_CHECK(h.has_beta1() == m.defined(), "ops", "{}: m must be given exactly with beta1", op);
+  if (m.defined()) {
+    check_f32(op, "m", m);
+    check_numel(op, "m", m, param.numel());
+  }
+}
+}  // namespace
+
+void adafactor_apply_factored(const Tensor& param, const Tensor& grad, const Tensor& m,
+                              std::int64_t first, std::int64_t rows, std::int64_t cols,
+                              const Tensor& row_factor, const Tensor& col_factor,
+                              const optim::AdafactorHyper& h, const optim::AdafactorScalars& s,
+                              const Tensor& param16) {
+  const char* op = "adafactor_apply_factored";
+  check_adafactor_update(op, param, grad, m, h, param16);
+  check_f32(op, "row_factor", row_factor);
+  check_f32(op, "col_factor", col_factor);
+  check_numel(op, "row_factor", row_factor, rows);
+  check_numel(op, "col_factor", col_factor, cols);
+  check_range(op, grad, first, cols, rows);
+  table(op, {&param, &grad, &m, &row_factor, &col_factor, &param16})
+      .adafactor_apply_factored(param, grad, m, first, cols, row_factor, col_factor, h, s,
+                                param16);
+}
+
+void adafactor_apply_vector(const Tensor& param, const Tensor& grad, const Tensor& v,
+                            const Tensor& m, const optim::AdafactorHyper& h,
+                            const optim::AdafactorScalars& s, const Tensor& param16) {
+  const char* op = "adafactor_apply_vector";
+  check_adafactor_update(op, param, grad, m, h, param16);
+  check_f32(op, "v", v);
+  check_numel(op, "v", v, param.numel());
+  table(op, {&param, &grad, &v, &m, &param16})
+      .adafactor_apply_vector(param, grad, v, m, h, s, param16);
+}
+
+void lamb_sums(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+               const optim::LambHyper& h, float grad_scale, const Tensor& out) {
+  const char* op = "lamb_sums";
+  check_update(op, param, grad, {{"m", &m}, {"v", &v}}, Tensor());
+  check_f32(op, "grad", grad);
+  check_f64(op, "out", out, 2);
+  table(op, {&param, &grad, &m, &v, &out}).lamb_sums(param, grad, m, v, h, grad_scale, out);
+}
+
+void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                const optim::LambHyper& h, float grad_scale, double step_size, double trust_ratio,
+                const Tensor& param16) {
+  const char* op = "lamb_apply";
+  check_update(op, param, grad, {{"m", &m}, {"v", &v}}, param16);
+  check_f32(op, "grad", grad);
+  table(op, {&param, &grad, &m, &v, &param16})
+      .lamb_apply(param, grad, m, v, h, grad_scale, step_size, trust_ratio, param16);
+}
+
 }  // namespace strata::ops

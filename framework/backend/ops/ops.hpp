@@ -14,8 +14,10 @@
 #include <span>
 
 #include "framework/core/tensor.hpp"
+#include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
 #include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/lamb.hpp"
 #include "framework/optim/lion.hpp"
 #include "framework/optim/sgd.hpp"
 
@@ -103,6 +105,9 @@ void cast(const Tensor& src, const Tensor& dst);
 double sum_squares(const Tensor& x);
 // True if any element is ±inf or NaN.
 bool has_inf_or_nan(const Tensor& x);
+// out[0] += sum_squares(x) (out: one f64 element, where it lives: no host value, so the sums of
+// a step's many slices stay on the device until read once).
+void sum_squares_add(const Tensor& x, const Tensor& out);
 
 // ---- optimizer updates ----
 // One AdamW update of contiguous 1-D slices, in place (see framework/optim/adamw.hpp for the
@@ -132,5 +137,47 @@ void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_cod
                    const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
                    const optim::LionHyper& h, std::int64_t step, float grad_scale,
                    const Tensor& param16);
+
+// ---- Adafactor's kernels (framework/optim/adafactor.hpp: the same arguments and bits) ----
+// A matrix parameter of rows x cols (the entries of row and column length checked against them) is
+// seen through the flat range [first, first + n) of its
+// elements a shard owns (n = grad.numel()); grad is f32 (already widened) and every sum is f64,
+// accumulated (+=) in the CPU kernel's fixed order on every backend.
+// row_sums [rows] += sum over each row met of (g·grad_scale)² + eps1, col_sums [cols] likewise.
+void adafactor_sq_sums(const Tensor& grad, std::int64_t first, std::int64_t rows, std::int64_t cols,
+                       float grad_scale, float eps1, const Tensor& row_sums,
+                       const Tensor& col_sums);
+// stat (f32) = stat·f(beta2) + f(sums / count)·f(1 - beta2), fused; sums f64 of stat's numel.
+void adafactor_ema(const Tensor& stat, const Tensor& sums, double count, double beta2);
+// The factors of the new statistics: row_factor = 1/sqrt(row/mean(row)), col_factor = 1/sqrt(col).
+void adafactor_factors(const Tensor& row, const Tensor& col, const Tensor& row_factor,
+                       const Tensor& col_factor);
+// out[0] += sum of ((rf·cf)·(g·grad_scale))² over the range (f64).
+void adafactor_factored_sumsq(const Tensor& grad, std::int64_t first, std::int64_t rows,
+                              std::int64_t cols,
+                              float grad_scale, const Tensor& row_factor,
+                              const Tensor& col_factor, const Tensor& out);
+// out[0] += sum of u² of a vector's range, u = g / sqrt(v·f(beta2) + (g² + eps1)·f(1-beta2)).
+void adafactor_vector_sumsq(const Tensor& grad, const Tensor& v, float grad_scale, float eps1,
+                            double beta2, const Tensor& out);
+// The updates of a range (param, m f32; m undefined without beta1; param16 optional).
+void adafactor_apply_factored(const Tensor& param, const Tensor& grad, const Tensor& m,
+                              std::int64_t first, std::int64_t rows, std::int64_t cols,
+                              const Tensor& row_factor,
+                              const Tensor& col_factor, const optim::AdafactorHyper& h,
+                              const optim::AdafactorScalars& s, const Tensor& param16);
+void adafactor_apply_vector(const Tensor& param, const Tensor& grad, const Tensor& v,
+                            const Tensor& m, const optim::AdafactorHyper& h,
+                            const optim::AdafactorScalars& s, const Tensor& param16);
+
+// ---- LAMB's kernels (framework/optim/lamb.hpp) ----
+// out[0] += sum p², out[1] += sum u² of the range (f64, the CPU's chunk order); param, grad, m,
+// v f32 of one length, read only.
+void lamb_sums(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+               const optim::LambHyper& h, float grad_scale, const Tensor& out);
+// The update of the range (m, v, param written; param16 optional).
+void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                const optim::LambHyper& h, float grad_scale, double step_size, double trust_ratio,
+                const Tensor& param16);
 
 }  // namespace strata::ops

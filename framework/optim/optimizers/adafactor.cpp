@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "framework/backend/ops/ops.hpp"
-#include "framework/optim/optimizers/cuda_refusal.hpp"
+#include "framework/optim/optimizers/step_sums.hpp"
 #include "framework/train/grad_view.hpp"
 
 namespace strata::optim {
@@ -21,7 +21,6 @@ Declaration adafactor_declaration(bool beta1) {
   d.shard_sums = true;
   d.refusals.tensor_parallel =
       "its factored statistics are taken over whole parameters, not tensor-parallel parts";
-  d.refusals.gpu = kNoCudaKernels;
   return d;
 }
 }  // namespace
@@ -103,6 +102,10 @@ double Adafactor::step(StepContext& ctx, const StepArgs& a) {
     meta_pass(ctx);
     return a.lr;
   }
+  // Every kernel is an ops:: entry, so the update runs where the state is (a GPU's memory or the
+  // host's). The sums stay there until each reduction over the shards: two host synchronisations
+  // per step on a GPU (StepSums::reduce), none per parameter; the per-parameter scalars (clip
+  // divisor, rate) are then computed on the host and passed to the update kernels by value.
   nn::ParamStore& store = ctx.store;
   train::OptimizerStateStore& states = ctx.states;
   const std::int64_t step = a.step;
@@ -113,102 +116,103 @@ double Adafactor::step(StepContext& ctx, const StepArgs& a) {
   const DType pd = store.options().param_dtype;
   const std::size_t P = num_params_;
   const auto F = static_cast<std::size_t>(total_factored_);
+  const Device where = update_device(states.tier(), store.options().memory.device);
+  const TensorOptions work = store.options().memory.with(Category::workspace);
   // Reduction 1: [row/column sums of every matrix | sum p² per parameter | sum u² per vector].
-  std::vector<double> red1(F + 2 * P, 0.0);
-  double* fac_sums = red1.data();
-  double* p_sq = red1.data() + F;
-  double* u_sq = red1.data() + F + P;
-  std::vector<float> stats(F);  // every unit's statistics: old, then new
+  StepSums red1(where, F + 2 * P, work);
+  auto fac_sums = [&](std::int64_t at, std::int64_t n) {
+    return red1.slice(static_cast<std::size_t>(at), static_cast<std::size_t>(n));
+  };
+  auto p_sq = [&](std::size_t k) { return red1.slice(F + k, 1); };
+  auto u_sq = [&](std::size_t k) { return red1.slice(F + P + k, 1); };
+  // Every unit's statistics (old, then new) and factors (row factors where the rows are, column
+  // factors after them).
+  const Tensor stats = step_scratch(where, static_cast<std::int64_t>(F), DType::f32, work);
+  const Tensor factors = step_scratch(where, static_cast<std::int64_t>(F), DType::f32, work);
+  auto part = [](const Tensor& t, std::int64_t at, std::int64_t n) { return t.slice(0, at, at + n); };
 
   // ---- pass 1 ----
-  train::for_each_unit_grads(store, states, false, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
+  train::for_each_unit_grad_tensors(store, states, false, [&](std::size_t u, train::UnitOptimizerState& s, const Tensor& g) {
     const Unit& unit = units_[u];
     const nn::UnitLayout& l = store.layout(u);
     if (unit.factored > 0)
-      std::copy_n(s[f_].data<float>(), unit.factored, stats.data() + unit.fac_base);
+      ops::cast(part(s[f_], 0, unit.factored), part(stats, unit.fac_base, unit.factored));
     const ValueSlice held(store, ctx.staging, u, false);
     const Tensor master_t = pd == DType::f32 ? held.get() : s.master;
     for (const Param& p : unit.params) {
       if (p.a >= p.b) continue;
-      const std::int64_t off = p.a - l.lo;
-      const auto n = static_cast<std::size_t>(p.b - p.a);
-      if (h_.scale_parameter && n > 0)
-        p_sq[p.global] += ops::sum_squares(master_t.slice(0, off, off + static_cast<std::int64_t>(n)));
+      const std::int64_t off = p.a - l.lo, n = p.b - p.a;
+      if (h_.scale_parameter) ops::sum_squares_add(part(master_t, off, n), p_sq(p.global));
       if (p.matrix) {
-        double* rows = fac_sums + unit.fac_base + p.fac;
-        adafactor_sq_sums(g + off, p.a - p.offset, n, p.cols, grad_scale, eps1, rows,
-                          rows + p.rows);
+        const std::int64_t at = unit.fac_base + p.fac;
+        ops::adafactor_sq_sums(part(g, off, n), p.a - p.offset, p.rows, p.cols, grad_scale, eps1,
+                               fac_sums(at, p.rows), fac_sums(at + p.rows, p.cols));
       } else {
-        u_sq[p.global] += adafactor_vector_sumsq(g + off, s[v_].data<float>() + p.v, n,
-                                                 grad_scale, eps1, beta2);
+        ops::adafactor_vector_sumsq(part(g, off, n), part(s[v_], p.v, n), grad_scale, eps1, beta2,
+                                    u_sq(p.global));
       }
     }
   });
-  ctx.red.sum_vector(red1);
+  red1.reduce(ctx.red, /*back=*/true);
 
   // ---- the new statistics (the same on every shard) and the matrices' update sums ----
-  std::vector<float> factors(F);  // row factors where the rows are, column factors after them
-  std::vector<double> u_sq_fac(P, 0.0);
+  StepSums u_sq_fac(where, P, work);
   store.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < units_.size(); ++u) {
     const Unit& unit = units_[u];
     for (const Param& p : unit.params) {
       if (!p.matrix) continue;
       const std::int64_t at = unit.fac_base + p.fac;
-      float* st = stats.data() + at;
-      adafactor_ema(st, fac_sums + at, static_cast<std::size_t>(p.rows),
-                    static_cast<double>(p.cols), beta2);
-      adafactor_ema(st + p.rows, fac_sums + at + p.rows, static_cast<std::size_t>(p.cols),
-                    static_cast<double>(p.rows), beta2);
-      adafactor_factors(st, p.rows, st + p.rows, p.cols, factors.data() + at,
-                        factors.data() + at + p.rows);
+      const Tensor row = part(stats, at, p.rows), col = part(stats, at + p.rows, p.cols);
+      ops::adafactor_ema(row, fac_sums(at, p.rows), static_cast<double>(p.cols), beta2);
+      ops::adafactor_ema(col, fac_sums(at + p.rows, p.cols), static_cast<double>(p.rows), beta2);
+      ops::adafactor_factors(row, col, part(factors, at, p.rows), part(factors, at + p.rows, p.cols));
     }
-    Tensor keep;
-    const float* g = nullptr;
+    Tensor keep, g;
     std::optional<nn::GradShardScope> held;
     const nn::UnitLayout& l = store.layout(u);
     for (const Param& p : unit.params) {
       if (!p.matrix || p.a >= p.b) continue;
-      if (!g) g = train::f32_grad(store, u, held.emplace(store, u, false).get(), keep);
+      if (!g.defined()) g = train::f32_grad_tensor(store, u, held.emplace(store, u, false).get(), keep);
       const std::int64_t at = unit.fac_base + p.fac;
-      u_sq_fac[p.global] += adafactor_factored_sumsq(
-          g + (p.a - l.lo), p.a - p.offset, static_cast<std::size_t>(p.b - p.a), p.cols,
-          grad_scale, factors.data() + at, factors.data() + at + p.rows);
+      ops::adafactor_factored_sumsq(part(g, p.a - l.lo, p.b - p.a), p.a - p.offset, p.rows, p.cols,
+                                    grad_scale, part(factors, at, p.rows),
+                                    part(factors, at + p.rows, p.cols), u_sq_fac.slice(p.global, 1));
     }
   }
-  ctx.red.sum_vector(u_sq_fac);
+  u_sq_fac.reduce(ctx.red, /*back=*/false);
 
   // ---- pass 2 ----
-  train::for_each_unit_grads(store, states, true, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
+  const std::vector<double>& sums1 = red1.host();
+  train::for_each_unit_grad_tensors(store, states, true, [&](std::size_t u, train::UnitOptimizerState& s, const Tensor& g) {
     const Unit& unit = units_[u];
     const nn::UnitLayout& l = store.layout(u);
     if (unit.factored > 0)
-      std::copy_n(stats.data() + unit.fac_base, unit.factored, s[f_].data<float>());
+      ops::cast(part(stats, unit.fac_base, unit.factored), part(s[f_], 0, unit.factored));
     ValueSlice held(store, ctx.staging, u, /*dirty=*/true);
     const Tensor& vshard = held.get();
-    float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
-    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
+    const Tensor master = pd == DType::f32 ? vshard : s.master;
     for (const Param& p : unit.params) {
       if (p.a >= p.b) continue;
-      const std::int64_t off = p.a - l.lo;
-      const auto n = static_cast<std::size_t>(p.b - p.a);
+      const std::int64_t off = p.a - l.lo, n = p.b - p.a;
       const double numel = static_cast<double>(p.numel);
       AdafactorScalars sc;
       sc.grad_scale = grad_scale;
       sc.beta2 = beta2;
-      const double usq = p.matrix ? u_sq_fac[p.global] : u_sq[p.global];
+      const double usq = p.matrix ? u_sq_fac.host()[p.global] : sums1[F + P + p.global];
       sc.clip_divisor = adafactor_clip_divisor(h_, std::sqrt(usq / numel));
-      sc.lr = adafactor_lr(h_, rho, std::sqrt(p_sq[p.global] / numel));
+      sc.lr = adafactor_lr(h_, rho, std::sqrt(sums1[F + p.global] / numel));
       const AdafactorHyper& hh = p.decay ? h_ : h_nodecay_;
-      float* m = h_.has_beta1() ? s[m_].data<float>() + off : nullptr;
-      std::uint16_t* q = p16 ? p16 + off : nullptr;
+      const Tensor m = h_.has_beta1() ? part(s[m_], off, n) : Tensor();
+      const Tensor q = pd == DType::f32 ? Tensor() : part(vshard, off, n);
       if (p.matrix) {
         const std::int64_t at = unit.fac_base + p.fac;
-        adafactor_apply_factored(master + off, g + off, m, p.a - p.offset, n, p.cols,
-                                 factors.data() + at, factors.data() + at + p.rows, hh, sc, q, pd);
+        ops::adafactor_apply_factored(part(master, off, n), part(g, off, n), m, p.a - p.offset,
+                                      p.rows, p.cols, part(factors, at, p.rows),
+                                      part(factors, at + p.rows, p.cols), hh, sc, q);
       } else {
-        adafactor_apply_vector(master + off, g + off, s[v_].data<float>() + p.v, m, n, hh, sc, q,
-                               pd);
+        ops::adafactor_apply_vector(part(master, off, n), part(g, off, n), part(s[v_], p.v, n), m,
+                                    hh, sc, q);
       }
     }
     held.finish();

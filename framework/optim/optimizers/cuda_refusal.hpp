@@ -6,6 +6,6 @@
 namespace strata::optim {
 
 inline constexpr const char* kNoCudaKernels =
-    "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit and AdamW8bit have";
+    "it has no CUDA kernels; AdamW, SGD, Lion, Lion8bit, AdamW8bit, Adafactor and Lamb have";
 
 }  // namespace strata::optim

@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "framework/optim/optimizers/adamw.hpp"
-#include "framework/optim/optimizers/cuda_refusal.hpp"
+#include "framework/backend/ops/ops.hpp"
+#include "framework/optim/optimizers/step_sums.hpp"
 #include "framework/train/grad_view.hpp"
 
 namespace strata::optim {
@@ -18,7 +19,6 @@ Declaration lamb_declaration() {
   d.shard_sums = true;
   d.refusals.tensor_parallel =
       "its trust ratios are taken over whole parameters, not tensor-parallel parts";
-  d.refusals.gpu = kNoCudaKernels;
   return d;
 }
 
@@ -69,40 +69,44 @@ double Lamb::step(StepContext& ctx, const StepArgs& a) {
     meta_pass(ctx);
     return a.lr;
   }
+  // Every kernel is an ops:: entry, so the update runs where the state is. The norms' sums stay
+  // there until the reduction over the shards: one host synchronisation per step on a GPU
+  // (StepSums::reduce); the trust ratios are then computed on the host and passed by value.
   nn::ParamStore& store = ctx.store;
   const DType pd = store.options().param_dtype;
   LambHyper h = h_, h0 = h_nodecay_;
   h.lr = h0.lr = a.lr;
+  auto part = [](const Tensor& t, std::int64_t off, std::size_t n) {
+    return t.slice(0, off, off + static_cast<std::int64_t>(n));
+  };
   // [sum p², sum u²] per parameter, over this shard's parts, then over every shard.
-  std::vector<double> sums(2 * num_params_, 0.0);
+  StepSums sums(update_device(ctx.states.tier(), store.options().memory.device), 2 * num_params_,
+                store.options().memory.with(Category::workspace));
   std::size_t global = 0;
-  train::for_each_unit_grads(store, ctx.states, false, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
+  train::for_each_unit_grad_tensors(store, ctx.states, false, [&](std::size_t u, train::UnitOptimizerState& s, const Tensor& g) {
     const ValueSlice held(store, ctx.staging, u, false);
-    const float* master = pd == DType::f32 ? held.get().data<float>() : s.master.data<float>();
+    const Tensor master = pd == DType::f32 ? held.get() : s.master;
     lamb_owned_parts(store.layout(u), global, [&](std::size_t k, bool decay, std::int64_t off,
                                                   std::size_t n) {
-      const LambSums ls = lamb_sums(master + off, g + off, s[0].data<float>() + off,
-                                    s[1].data<float>() + off, n, decay ? h : h0, a.grad_scale);
-      sums[2 * k] += ls.param_sq;
-      sums[2 * k + 1] += ls.update_sq;
+      ops::lamb_sums(part(master, off, n), part(g, off, n), part(s[0], off, n), part(s[1], off, n),
+                     decay ? h : h0, a.grad_scale, sums.slice(2 * k, 2));
     });
   });
-  ctx.red.sum_vector(sums);
+  sums.reduce(ctx.red, /*back=*/false);
   ratios_.assign(num_params_, 1.0);
   for (std::size_t k = 0; k < num_params_; ++k)
-    ratios_[k] = lamb_trust_ratio(h_, sums[2 * k], sums[2 * k + 1]);
+    ratios_[k] = lamb_trust_ratio(h_, sums.host()[2 * k], sums.host()[2 * k + 1]);
   const double step_size = lamb_step_size(h_, a.step, a.lr);
   global = 0;
-  train::for_each_unit_grads(store, ctx.states, true, [&](std::size_t u, train::UnitOptimizerState& s, const float* g) {
+  train::for_each_unit_grad_tensors(store, ctx.states, true, [&](std::size_t u, train::UnitOptimizerState& s, const Tensor& g) {
     ValueSlice held(store, ctx.staging, u, /*dirty=*/true);
     const Tensor& vshard = held.get();
-    float* master = pd == DType::f32 ? vshard.data<float>() : s.master.data<float>();
-    auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(vshard.raw());
+    const Tensor master = pd == DType::f32 ? vshard : s.master;
     lamb_owned_parts(store.layout(u), global, [&](std::size_t k, bool decay, std::int64_t off,
                                                   std::size_t n) {
-      lamb_apply(master + off, g + off, s[0].data<float>() + off, s[1].data<float>() + off, n,
-                 decay ? h : h0, a.grad_scale, step_size, ratios_[k], p16 ? p16 + off : nullptr,
-                 pd);
+      ops::lamb_apply(part(master, off, n), part(g, off, n), part(s[0], off, n), part(s[1], off, n),
+                      decay ? h : h0, a.grad_scale, step_size, ratios_[k],
+                      pd == DType::f32 ? Tensor() : part(vshard, off, n));
     });
     held.finish();
   });

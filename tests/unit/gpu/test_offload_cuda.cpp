@@ -77,7 +77,7 @@ TEST(OffloadCuda, cuda_OptimizerOffloadIsBitwiseTheRunOnTheGpu) {
 }
 
 // (b) Optimizers train on a GPU with their state offloaded (their update on the host): AdamW8bit
-// (which also has CUDA kernels: offloaded, its host kernels run) and Adafactor (which has none)
+// and Adafactor (which also have CUDA kernels: offloaded, their host kernels run)
 // against the same job on the CPU, losses within 1e-5.
 TEST(OffloadCuda, cuda_OptimizersWithoutKernelsTrainWithOffloadLikeTheCpu) {
   SKIP_WITHOUT_GPU();

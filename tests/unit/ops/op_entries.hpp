@@ -46,7 +46,17 @@ inline std::vector<OpEntry> op_entries() {
           STRATA_TEST_OP_ENTRY(sgd_step),
           STRATA_TEST_OP_ENTRY(lion_step),
           STRATA_TEST_OP_ENTRY(adamw8bit_step),
-          STRATA_TEST_OP_ENTRY(lion8bit_step)};
+          STRATA_TEST_OP_ENTRY(lion8bit_step),
+          STRATA_TEST_OP_ENTRY(sum_squares_add),
+          STRATA_TEST_OP_ENTRY(adafactor_sq_sums),
+          STRATA_TEST_OP_ENTRY(adafactor_ema),
+          STRATA_TEST_OP_ENTRY(adafactor_factors),
+          STRATA_TEST_OP_ENTRY(adafactor_factored_sumsq),
+          STRATA_TEST_OP_ENTRY(adafactor_vector_sumsq),
+          STRATA_TEST_OP_ENTRY(adafactor_apply_factored),
+          STRATA_TEST_OP_ENTRY(adafactor_apply_vector),
+          STRATA_TEST_OP_ENTRY(lamb_sums),
+          STRATA_TEST_OP_ENTRY(lamb_apply)};
 }
 #undef STRATA_TEST_OP_ENTRY
 

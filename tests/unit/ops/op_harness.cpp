@@ -85,7 +85,7 @@ const std::vector<OpCase>& all_cases() {
   static const std::vector<OpCase> cases = [] {
     std::vector<OpCase> all;
     for (auto list : {dense_cases, layer_cases, loss_cases, elementwise_cases, optimizer_cases,
-                      attention_cases})
+                      shard_sum_cases, attention_cases})
       for (OpCase& c : list()) all.push_back(std::move(c));
     return all;
   }();

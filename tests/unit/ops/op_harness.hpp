@@ -175,6 +175,7 @@ std::vector<OpCase> layer_cases();
 std::vector<OpCase> loss_cases();
 std::vector<OpCase> elementwise_cases();
 std::vector<OpCase> optimizer_cases();
+std::vector<OpCase> shard_sum_cases();
 std::vector<OpCase> attention_cases();
 
 // A backend the harness tests. Every harness case, dtype combination and semantics check runs

@@ -3,6 +3,7 @@
 // when run for real.
 #include <gtest/gtest.h>
 
+#include "parallel/engine/training.hpp"
 #include "parallel/plan/recommend.hpp"
 #include "tests/unit/plan/plan_test_util.hpp"
 
@@ -82,14 +83,22 @@ TEST(Recommend, GpuJobsClimbToOffloadAndSkipWhatTheyRefuse) {
   ASSERT_TRUE(r.chosen);
   EXPECT_EQ(r.options[*r.chosen].rung, "ZeRO-1 + optimizer offload");
 
-  // Lamb has no CUDA kernels (refusals.gpu): its state must leave the GPU.
-  const Recommendation ra = recommend_for(
-      plan_test::gpt_config({"strata.device=cuda", "optimizer.type=Lamb"}), 1);
-  ASSERT_TRUE(ra.chosen);
-  EXPECT_EQ(ra.options[*ra.chosen].rung, "ZeRO-1 + optimizer offload");
-  EXPECT_EQ(ra.options[0].rung, "no ZeRO");
-  EXPECT_NE(ra.options[0].skipped.find("Lamb"), std::string::npos) << ra.options[0].skipped;
-  EXPECT_FALSE(ra.options[0].trial);
+  // OneBitAdam has no CUDA kernels (refusals.gpu): a GPU job refuses its state on the GPU, naming
+  // it. (It refuses ZeRO, which optimizer offload needs, so it cannot run on a GPU at all, and no
+  // registered optimizer that runs under ZeRO refuses a GPU any more: the ladder's skip of such a
+  // rung has no optimizer left to show it.)
+  const config::Config onebit = plan_test::gpt_config({"strata.device=cuda", "optimizer.type=OneBitAdam"});
+  EXPECT_NE(parallel::gpu_refusal(onebit).find("OneBitAdam"), std::string::npos)
+      << parallel::gpu_refusal(onebit);
+  // Lamb and Adafactor have CUDA kernels now (ops::lamb_*, adafactor_*): nothing is skipped.
+  for (const char* type : {"optimizer.type=Lamb", "optimizer.type=Adafactor"}) {
+    std::vector<std::string> sets = {"strata.device=cuda", type};
+    if (std::string(type) == "optimizer.type=Adafactor") sets.push_back("optimizer.params.relative_step=false");
+    const Recommendation rl = recommend_for(plan_test::gpt_config(sets), 1);
+    ASSERT_TRUE(rl.chosen) << type;
+    EXPECT_EQ(rl.options[0].rung, "no ZeRO") << type;
+    EXPECT_TRUE(rl.options[0].skipped.empty()) << type << ": " << rl.options[0].skipped;
+  }
   // AdamW8bit has CUDA kernels (ops::adamw8bit_step): nothing is skipped, its state may stay.
   const Recommendation r8 = recommend_for(
       plan_test::gpt_config({"strata.device=cuda", "optimizer.type=AdamW8bit"}), 1);

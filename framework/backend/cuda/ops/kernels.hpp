@@ -11,6 +11,8 @@
 //   reduce.cu         sum_squares, has_inf_or_nan
 //   optimizer.cu      adamw_step, sgd_step, lion_step, adamw8bit_step, lion8bit_step (bitwise
 //                     the CPU's arithmetic and block-wise 8-bit quantization)
+//   adafactor.cu      sum_squares_add, adafactor_* (bitwise the CPU's sums and updates)
+//   lamb.cu           lamb_sums, lamb_apply (bitwise the CPU's)
 // Arguments arrive checked by ops.cpp (shapes, dtypes, one CUDA device, contiguous). Every kernel
 // is queued on the current stream of that device; ops that return a host value wait for it.
 #pragma once
@@ -19,8 +21,10 @@
 #include <span>
 
 #include "framework/core/tensor.hpp"
+#include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
 #include "framework/optim/adamw8bit.hpp"
+#include "framework/optim/lamb.hpp"
 #include "framework/optim/lion.hpp"
 #include "framework/optim/sgd.hpp"
 
@@ -76,5 +80,30 @@ void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_cod
                    const Tensor& m_absmax, std::span<const optim::DecayRun> runs,
                    const optim::LionHyper& h, std::int64_t step, float grad_scale,
                    const Tensor& param16);
+
+void sum_squares_add(const Tensor& x, const Tensor& out);
+void adafactor_sq_sums(const Tensor& grad, std::int64_t first, std::int64_t cols,
+                       float grad_scale, float eps1, const Tensor& row_sums,
+                       const Tensor& col_sums);
+void adafactor_ema(const Tensor& stat, const Tensor& sums, double count, double beta2);
+void adafactor_factors(const Tensor& row, const Tensor& col, const Tensor& row_factor,
+                       const Tensor& col_factor);
+void adafactor_factored_sumsq(const Tensor& grad, std::int64_t first, std::int64_t cols,
+                              float grad_scale, const Tensor& row_factor,
+                              const Tensor& col_factor, const Tensor& out);
+void adafactor_vector_sumsq(const Tensor& grad, const Tensor& v, float grad_scale, float eps1,
+                            double beta2, const Tensor& out);
+void adafactor_apply_factored(const Tensor& param, const Tensor& grad, const Tensor& m,
+                              std::int64_t first, std::int64_t cols, const Tensor& row_factor,
+                              const Tensor& col_factor, const optim::AdafactorHyper& h,
+                              const optim::AdafactorScalars& s, const Tensor& param16);
+void adafactor_apply_vector(const Tensor& param, const Tensor& grad, const Tensor& v,
+                            const Tensor& m, const optim::AdafactorHyper& h,
+                            const optim::AdafactorScalars& s, const Tensor& param16);
+void lamb_sums(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+               const optim::LambHyper& h, float grad_scale, const Tensor& out);
+void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
+                const optim::LambHyper& h, float grad_scale, double step_size, double trust_ratio,
+                const Tensor& param16);
 
 }  // namespace strata::cuda_ops
