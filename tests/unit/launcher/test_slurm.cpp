@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <random>
 #include <string>
 
 #include "framework/core/error.hpp"
@@ -60,6 +61,29 @@ TEST(SlurmTasks, bad_syntax) {
                   .find("SLURM_TASKS_PER_NODE="),
               std::string::npos)
         << bad;
+}
+
+// Random lists from Slurm's alphabet: each is expanded or refused with one line, never a crash,
+// an exception of another kind or a hang.
+TEST(SlurmHostlist, random_input_expands_or_is_one_line) {
+  std::mt19937 rng(32);
+  const std::string alphabet = "n[]-,0123456789(x)";
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    const int len = 1 + static_cast<int>(rng() % 14);
+    for (int k = 0; k < len; ++k) s += alphabet[rng() % alphabet.size()];
+    for (int which = 0; which < 2; ++which) {
+      try {
+        if (which == 0) {
+          for (const std::string& h : expand_hostlist(s, "V")) ASSERT_FALSE(h.empty()) << s;
+        } else {
+          for (int t : expand_tasks_per_node(s, "V")) ASSERT_GE(t, 1) << s;
+        }
+      } catch (const UserError& e) {
+        ASSERT_EQ(std::string(e.what()).find('\n'), std::string::npos) << s;
+      }
+    }
+  }
 }
 
 // A faked environment: only the listed variables are set.
