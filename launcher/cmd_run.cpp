@@ -42,9 +42,13 @@ void add_run_command(CLI::App& app) {
       "Run a job on N ranks through mpirun; restart it from the newest complete checkpoint when "
       "it fails, kill it when its ranks stop making progress (usage: strata run -n N [options] "
       "-- PROGRAM ARGS...)");
-  cmd->add_option("-n,--np", o->ranks, "Number of ranks")->required();
+  auto* np = cmd->add_option("-n,--np", o->ranks,
+                             "Number of ranks (inside a Slurm allocation: SLURM_NTASKS)");
   cmd->add_option("--hostfile", o->hostfile, "Open MPI hostfile (\"host slots=N\" per line)");
   cmd->add_option("--host", o->hosts, "Hosts and slots: h1:4,h2:4");
+  cmd->add_flag("--no-slurm", o->no_slurm,
+                "Inside a Slurm allocation, do not take the hosts and ranks from it (give -n and "
+                "--host/--hostfile)");
   cmd->add_option("--max-restarts", o->max_restarts, "Restarts after a failure before giving up")
       ->capture_default_str();
   cmd->add_option("--restart-delay", o->restart_delay_s, "Seconds to wait before a restart")
@@ -77,7 +81,10 @@ void add_run_command(CLI::App& app) {
                 "cannot change it (for programs that do not follow Strata's exit statuses)");
   cmd->add_option("program", o->program, "The program and its arguments (after --)")->required();
   cmd->footer(run::kExitCodesHelp);
-  cmd->callback([o] { exit_with(run::supervise(*o)); });
+  cmd->callback([o, np] {
+    o->ranks_given = np->count() > 0;
+    exit_with(run::supervise(*o));
+  });
   add_rank_wrapper(app);
 }
 

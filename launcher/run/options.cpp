@@ -19,6 +19,9 @@ void check_seconds(const char* flag, double v, double max, const char* zero_mean
 }  // namespace
 
 void validate(const RunOptions& o) {
+  if (!o.ranks_given)
+    user_fail("run", "-n N is required outside a Slurm allocation (inside one, the ranks are "
+              "SLURM_NTASKS)");
   if (o.ranks < 1) user_fail("run", "-n {}: the number of ranks must be at least 1", o.ranks);
   if (!o.hostfile.empty() && !o.hosts.empty())
     user_fail("run", "give either --hostfile or --host, not both");

@@ -10,6 +10,9 @@ namespace strata::launcher::run {
 
 struct RunOptions {
   int ranks = 1;                             // -n
+  bool ranks_given = true;                   // false: -n left out (then SLURM_NTASKS)
+  bool no_slurm = false;                     // --no-slurm: ignore a Slurm allocation
+  std::string slurm_job;                     // the Slurm job whose allocation was taken
   std::string hostfile;                      // --hostfile FILE
   std::string hosts;                         // --host h1:4,h2:4
   int max_restarts = 3;                      // --max-restarts K

@@ -16,6 +16,7 @@
 #include "launcher/run/exit_codes.hpp"
 #include "launcher/run/process.hpp"
 #include "launcher/run/signals.hpp"
+#include "launcher/run/slurm.hpp"
 #include "launcher/run/watchdog.hpp"
 
 namespace strata::launcher::run {
@@ -112,8 +113,9 @@ AttemptResult run_attempt(const RunOptions& o, const LaunchPlan& plan, const Att
 }  // namespace
 
 int supervise(RunOptions o) {
-  validate(o);
   const PlanContext ctx = current_context();
+  apply_allocation(o, ctx.getenv);
+  validate(o);
   resolve_executable(o.program.front(), "program");
   if (o.log_dir.empty()) o.log_dir = default_log_dir();
   if (o.dry_run) {
@@ -134,6 +136,9 @@ int supervise(RunOptions o) {
     fresh_dir(dirs.progress_dir);
     fresh_dir(dirs.status_dir);
     const LaunchPlan plan = build_plan(o, dirs, ctx);
+    if (attempt == 1 && !o.slurm_job.empty())
+      say(fmt::format("Slurm job {}: {} rank{} on {}", o.slurm_job, o.ranks,
+                      o.ranks == 1 ? "" : "s", o.hosts));
     if (attempt == 1)
       say(fmt::format("{} rank{} {}; logs in {}/rank_XXXXX.log", o.ranks, o.ranks == 1 ? "" : "s",
                       plan.direct ? "without mpirun" : "with mpirun", dirs.log_dir));
