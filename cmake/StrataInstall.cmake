@@ -18,7 +18,7 @@ target_link_libraries(strata_api INTERFACE strata_framework strata_offload strat
 target_include_directories(strata_api INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>)
 
-set(_strata_export strata_flags strata_core strata_cpu strata_config strata_optim strata_data
+set(_strata_export strata_flags strata_core strata_cpu strata_hparams strata_config strata_optim strata_data
   strata_ops strata_nn strata_train strata_checkpoint strata_framework strata_offload strata_comm
   strata_parallel strata_api)
 if(TARGET strata_cuda_ops)
@@ -59,7 +59,7 @@ install(FILES ${PROJECT_BINARY_DIR}/StrataConfig.cmake ${PROJECT_BINARY_DIR}/Str
 
 # strata.pc: the static libraries in link order, then what they need as -L/-l flags.
 set(STRATA_PC_LIBS "-L\${libdir}")
-foreach(_l parallel comm offload train checkpoint data nn ops cuda_ops optim config cpu core)
+foreach(_l parallel comm offload train checkpoint data nn ops cuda_ops optim config hparams cpu core)
   if(TARGET strata_${_l})
     string(APPEND STRATA_PC_LIBS " -lstrata_${_l}")
   endif()

@@ -116,11 +116,15 @@ TEST(OptimizerSpecs, DeclarationsAreWellFormed) {
       std::visit(
           [&](const auto& v) {
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, double>) EXPECT_TRUE(p.range.contains(v)) << p.name;
-            if constexpr (std::is_same_v<T, optim::HPair>)
+            if constexpr (std::is_same_v<T, double>) {
+              EXPECT_TRUE(p.range.contains(v)) << p.name;
+            }
+            if constexpr (std::is_same_v<T, optim::HPair>) {
               EXPECT_TRUE(p.range.contains(v[0]) && p.range.contains(v[1])) << p.name;
-            if constexpr (std::is_same_v<T, std::int64_t>)
+            }
+            if constexpr (std::is_same_v<T, std::int64_t>) {
               EXPECT_TRUE(p.range.contains(static_cast<double>(v))) << p.name;
+            }
           },
           p.default_value);
     }
