@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 
 #include "framework/backend/ops/ops.hpp"
 #include "framework/core/convert.hpp"
@@ -42,18 +43,19 @@ inline Tensor f32_grad_tensor(const nn::ParamStore& store, std::size_t u, const 
   return keep;
 }
 
-// Calls f(u, state, grad) for every unit in order with its optimizer state acquired (released
-// dirty or not, also when f throws) and its owned gradients as f32 (the multi-pass updates:
-// Adafactor, LAMB).
-template <typename F>
-void for_each_unit_grads(nn::ParamStore& store, OptimizerStateStore& states, bool dirty, F&& f) {
+namespace detail {
+// Calls f(u, state, view(store, u, owned gradients, keep)) for every unit in order with its
+// optimizer state acquired (released dirty or not, also when f throws).
+template <typename View, typename F>
+void for_each_unit_with(nn::ParamStore& store, OptimizerStateStore& states, bool dirty,
+                        View view, F&& f) {
   store.expect_grad_shards_in_order();
   for (std::size_t u = 0; u < store.num_units(); ++u) {
     UnitOptimizerState& s = states.acquire(u);
     try {
       Tensor keep;
       const nn::GradShardScope g(store, u, false);
-      f(u, s, f32_grad(store, u, g.get(), keep));
+      f(u, s, view(store, u, g.get(), keep));
     } catch (...) {
       states.release(u, dirty);
       throw;
@@ -61,24 +63,22 @@ void for_each_unit_grads(nn::ParamStore& store, OptimizerStateStore& states, boo
     states.release(u, dirty);
   }
 }
+}  // namespace detail
 
-// As for_each_unit_grads, with the f32 gradients as a tensor where they are (f32_grad_tensor).
+// Calls f(u, state, grad) for every unit in order with its optimizer state acquired (released
+// dirty or not, also when f throws) and its owned gradients as f32 on the host (f32_grad: the
+// host-only multi-pass updates, 1-bit LAMB).
+template <typename F>
+void for_each_unit_grads(nn::ParamStore& store, OptimizerStateStore& states, bool dirty, F&& f) {
+  detail::for_each_unit_with(store, states, dirty, f32_grad, std::forward<F>(f));
+}
+
+// As for_each_unit_grads, with the f32 gradients as a tensor where they are (f32_grad_tensor:
+// Adafactor, LAMB).
 template <typename F>
 void for_each_unit_grad_tensors(nn::ParamStore& store, OptimizerStateStore& states, bool dirty,
                                 F&& f) {
-  store.expect_grad_shards_in_order();
-  for (std::size_t u = 0; u < store.num_units(); ++u) {
-    UnitOptimizerState& s = states.acquire(u);
-    try {
-      Tensor keep;
-      const nn::GradShardScope g(store, u, false);
-      f(u, s, f32_grad_tensor(store, u, g.get(), keep));
-    } catch (...) {
-      states.release(u, dirty);
-      throw;
-    }
-    states.release(u, dirty);
-  }
+  detail::for_each_unit_with(store, states, dirty, f32_grad_tensor, std::forward<F>(f));
 }
 
 }  // namespace strata::train
