@@ -34,16 +34,14 @@ done
 # Installed headers include each other under strata/ (one include root).
 bad=$(grep -rhE '#include "(framework|parallel|offload)/' "$p/include" | head -3)
 [[ -z $bad ]] || die "installed headers include by source-tree paths: $bad"
-# No path of this machine's trees in any installed file: none in a text file (package, headers,
-# strata.pc); in the libraries and programs, none but the directory nvcc's -lineinfo records for
-# the CUDA kernels' line tables (a profiler's source mapping, like DWARF's directories: nothing
-# reads it to run, and nvcc has no prefix map for it).
-lineinfo="^$build(/\.\.)+/framework/backend/cuda(/[a-z_]+)*\$"
+# No path of this machine's trees in any installed file: text files (package, headers, strata.pc),
+# libraries and programs. (The CUDA kernels' line tables would record the build folder: they are
+# on only with STRATA_CUDA_LINEINFO, the GPU check's build, never one that is installed.)
 for f in $(grep -rlF -e "$source" -e "$build" "$p"); do
   if grep -qI . "$f"; then
     die "the installed text file $f names a path of this machine: $(grep -nF -e "$source" -e "$build" "$f" | head -2)"
   fi
-  hits=$(strings -a "$f" | grep -F -e "$source" -e "$build" | grep -vE "$lineinfo" | sort -u | head -3)
+  hits=$(strings -a "$f" | grep -F -e "$source" -e "$build" | sort -u | head -3)
   [[ -z $hits ]] || die "the installed $f names a path of this machine: $hits"
 done
 mv "$p" "$work/moved"  # relocatable: everything below uses the moved prefix
