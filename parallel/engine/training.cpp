@@ -127,7 +127,7 @@ void check_gpu_job(const config::Config& cfg, Device device) {
 // What a job on a GPU can do today: data parallelism over any number of ranks (NCCL where each
 // rank has a GPU of its own, host-staged where ranks share one: Group's device transport), ZeRO
 // 0-3, optimizer state and gradients offloaded to host memory or NVMe and ZeRO-3 parameter slices
-// too; with its state on the GPU an optimizer needs CUDA kernels (AdamW, SGD), with its state
+// too; with its state on the GPU an optimizer needs CUDA kernels (its refusals.gpu empty), with its state
 // offloaded every optimizer runs (its update runs on the host); no tensor or pipeline parallelism,
 // no updates in backward (the CUDA backend's engine paths that have been written; docs/gpu.md).
 std::string gpu_refusal(const config::Config& cfg) {

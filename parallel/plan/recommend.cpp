@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "framework/core/error.hpp"
 #include "parallel/engine/training.hpp"
 
 namespace strata::parallel::plan {
@@ -74,14 +75,21 @@ Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactor
         std::vector<std::string> s = sets;
         s.push_back(fmt::format("strata.activation_checkpointing={}", ckpt ? "true" : "false"));
         const Change ch{rung.name, s};
-        o.trial = trials.largest_micro(cfg, ch);
-        if (!o.trial) {  // nothing fits: show the smallest step's need
-          Change smallest = ch;
-          const std::int64_t samples = cfg.train_micro_batch_size_per_gpu *
-                                       std::max<std::int64_t>(1, cfg.gradient_accumulation_steps);
-          smallest.sets.push_back("train_micro_batch_size_per_gpu=1");
-          smallest.sets.push_back(fmt::format("gradient_accumulation_steps={}", samples));
-          o.trial = trials.run(cfg, smallest);
+        try {
+          o.trial = trials.largest_micro(cfg, ch);
+          if (!o.trial) {  // nothing fits: show the smallest step's need
+            Change smallest = ch;
+            const std::int64_t samples = cfg.train_micro_batch_size_per_gpu *
+                                         std::max<std::int64_t>(1, cfg.gradient_accumulation_steps);
+            smallest.sets.push_back("train_micro_batch_size_per_gpu=1");
+            smallest.sets.push_back(fmt::format("gradient_accumulation_steps={}", samples));
+            o.trial = trials.run(cfg, smallest);
+          }
+        } catch (const UserError& e) {
+          // The job refuses this rung's settings (an optimizer that refuses ZeRO, say): the rung is
+          // not an option, and the others still are.
+          o.trial.reset();
+          o.skipped = fmt::format("the job refuses it: {}", e.what());
         }
         if (o.trial) o.cost = estimate(o.trial->plan, cost);
       }

@@ -90,6 +90,24 @@ TEST(Recommend, GpuJobsClimbToOffloadAndSkipWhatTheyRefuse) {
   const config::Config onebit = plan_test::gpt_config({"strata.device=cuda", "optimizer.type=OneBitAdam"});
   EXPECT_NE(parallel::gpu_refusal(onebit).find("OneBitAdam"), std::string::npos)
       << parallel::gpu_refusal(onebit);
+  // The ladder skips the rung that keeps its state on the GPU, naming the optimizer, without a
+  // trial; the offload rungs, which it refuses itself (1-bit Adam refuses ZeRO), are skipped with
+  // that refusal, and nothing is proposed.
+  const Recommendation ro = recommend_for(onebit, 1);
+  EXPECT_EQ(ro.options[0].rung, "no ZeRO");
+  EXPECT_NE(ro.options[0].skipped.find("a GPU job refuses the OneBitAdam optimizer"),
+            std::string::npos) << ro.options[0].skipped;
+  EXPECT_FALSE(ro.options[0].trial);
+  int refused = 0;
+  for (const parallel::plan::Option& o : ro.options) {
+    EXPECT_FALSE(o.skipped.empty()) << o.rung;
+    EXPECT_FALSE(o.trial) << o.rung;
+    if (o.skipped.find("the job refuses it: ") != std::string::npos &&
+        o.skipped.find("zero_optimization.stage") != std::string::npos)
+      ++refused;
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_FALSE(ro.chosen);
   // Lamb and Adafactor have CUDA kernels now (ops::lamb_*, adafactor_*): nothing is skipped.
   for (const char* type : {"optimizer.type=Lamb", "optimizer.type=Adafactor"}) {
     std::vector<std::string> sets = {"strata.device=cuda", type};
