@@ -198,7 +198,7 @@ TEST(GptCuda, cuda_UnsupportedGpuJobsAreOneLineErrors) {
 // A device cap below what the step needs: Strata's OutOfMemory, on the device tier, with advice.
 TEST(GptCuda, cuda_ADeviceCapBelowTheStepIsOutOfMemoryWithAdvice) {
   SKIP_WITHOUT_GPU();
-  const config::Config cfg = job_config("cuda", {"strata.memory.device_limit=\"64KiB\""});
+  const config::Config cfg = job_config("cuda", {"strata.memory.device_limit=64KiB"});
   try {
     (void)plan_test::measure(cfg, 1, true);
     ADD_FAILURE() << "a 64 KiB device cap was not exceeded";

@@ -11,10 +11,12 @@
 //     compute), writing C itself when C is f32 or of that dtype; bf16 needs compute capability
 //     8.0 (on a T4, sm_75, bf16 operands are widened to f32).
 //   - any other mix: the 16-bit operand(s) are widened to f32 (In32) and the product runs in f32.
-//   - a C the product cannot write directly (a 16-bit C of another dtype than 16-bit operands, or
-//     a 16-bit C of an f32 product) goes through an f32 workspace, holding C widened when beta
-//     != 0, rounded into C once at the end. cuBLASLt itself computes alpha acc + beta C in f32 and
-//     rounds a 16-bit D once, so every 16-bit output is rounded exactly once, as on the CPU.
+//   - a C the product cannot write directly (a 16-bit C of another dtype than 16-bit operands, a
+//     16-bit C of an f32 product, or any 16-bit C with beta != 0: cuBLASLt's Hopper kernels round
+//     alpha acc + beta C of a 16-bit C more than once, see product()) goes through an f32
+//     workspace, holding C widened when beta != 0, rounded into C once at the end. With an f32 D,
+//     or a 16-bit D and beta 0, cuBLASLt rounds once, so every 16-bit output is rounded exactly
+//     once, as on the CPU.
 // linear_forward's bias: the cuBLASLt BIAS epilogue when the bias has D's dtype (D = C or the f32
 // workspace), else D is preloaded with the bias broadcast over rows (exact: D is f32 or of the
 // bias's dtype) and the product runs with beta 1. Either way the bias is added in f32 before the
@@ -383,9 +385,15 @@ void product(const char* what, Operand& A, bool ta, Operand& B, bool tb, const T
     const DT t = direct ? A.dtype() : DT::f32;
     const void* a = direct ? A.raw() : static_cast<const void*>(A.f32());
     const void* b = direct ? B.raw() : static_cast<const void*>(B.f32());
-    // D: C itself when cuBLASLt writes C's dtype from t operands (f32, or t itself) and a bias can
-    // be added exactly in it (a bias of another dtype needs f32); else an f32 workspace.
-    const bool c_is_d = ct == DT::f32 || (ct == t && (!bias.defined() || dt(bias) == ct));
+    // D: C itself when cuBLASLt writes C's dtype from t operands (f32, or t itself), a bias can
+    // be added exactly in it (a bias of another dtype needs f32) and a 16-bit C is not read
+    // (beta 0); else an f32 workspace. A 16-bit C with beta != 0 goes through the workspace
+    // because cuBLASLt's Hopper kernels do not add beta C to alpha acc in f32 before the one
+    // rounding: on an H200 (2026-11-28) a quarter of a bf16 or f16 C accumulated in place
+    // (dW += dy^T x, 128 x 384 from 128 rows) was one unit in the last place off the correctly
+    // rounded f32 sum, while the same product with beta 0 was exact.
+    const bool c_is_d =
+        ct == DT::f32 || (ct == t && beta == 0.0f && (!bias.defined() || dt(bias) == ct));
     Tensor ws;
     void* d = C.raw();
     DT dd = ct;
@@ -460,8 +468,8 @@ void linear_backward(const Tensor& x, const Tensor& W, const Tensor& dy, const T
   if (dx.defined())
     product("linear_backward", dyo, false, wo, false, dx, 1.0f, 0.0f, Tensor(), N, in, out);
   // dW[out,in] += dy^T x with beta 1: an f32 dW accumulates in place; a 16-bit one gets
-  // round(dW + product) with the sum in f32 (in cuBLASLt's epilogue, or in the f32 workspace
-  // product() goes through), rounded once: the CPU's Acc32 commit (product with beta 0, then
+  // round(dW + product) with the sum in f32 (in the f32 workspace product() goes through),
+  // rounded once: the CPU's Acc32 commit (product with beta 0, then
   // dW = round(dW + product)) does the same f32 add and the same one rounding.
   product("linear_backward", dyo, true, xo, false, dW, 1.0f, 1.0f, Tensor(), out, in, N);
   // db[out] += column sums of dy, fixed order, added in and rounded once.
