@@ -7,6 +7,7 @@
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/backend/stream.hpp"
 #include "framework/core/convert.hpp"
+#include "framework/core/meta_device.hpp"
 
 namespace strata {
 
@@ -164,14 +165,18 @@ Tensor Tensor::clone(const TensorOptions& o) const { return to(dtype_, o); }
 
 Tensor Tensor::to(DType dt, const TensorOptions& o) const {
   Tensor t = empty(shape_, dt, o);
-  const bool gpu = device().is_cuda() || o.device.is_cuda();
+  // A plan for a GPU (meta_cuda(): meta_device.hpp) takes the same path, on the meta device.
+  const bool src_gpu = device().is_cuda() || is_meta_cuda(device());
+  const bool gpu = src_gpu || o.device.is_cuda() || is_meta_cuda(o.device);
   if (gpu && defined() && (dt != dtype_ || !is_contiguous())) {
     // Converted (or made contiguous) on the host: a copy between devices moves bytes only.
     STRATA_CHECK(!device().is_cuda() || is_contiguous(), "core",
                  "a copy of a non-contiguous tensor {} on {} is not supported", shape_.str(),
                  device().str());
-    const TensorOptions host{Device::cpu(), Tier::host, Category::workspace, o.ledger};
-    const Tensor h = device().is_cuda() ? clone(host) : *this;
+    const bool meta = device().is_meta() || o.device.is_meta();
+    const TensorOptions host{meta ? Device::meta() : Device::cpu(), Tier::host,
+                             Category::workspace, o.ledger};
+    const Tensor h = src_gpu ? clone(host) : *this;
     t.copy_from(h.to(dt, host));
     return t;
   }
@@ -196,9 +201,15 @@ Stream copy_stream(const Tensor& src, const Tensor& dst) {
 void Tensor::copy_from(const Tensor& src) {
   STRATA_CHECK(src.shape_ == shape_, "core", "copy of {} into {}", src.shape_.str(), shape_.str());
   if (numel() == 0) return;
-  if (src.device().is_meta() || device().is_meta()) return;  // no data to move
-  const bool sc = src.device().is_cuda(), dc = device().is_cuda();
-  if ((sc || dc) && (src.dtype_ != dtype_ || !src.is_contiguous() || !is_contiguous())) {
+  // No data to move on the meta device; a plan for a GPU (meta_cuda(): meta_device.hpp) is still
+  // charged the host workspace of a converting copy, as the GPU's copy below takes it.
+  const bool meta = src.device().is_meta() || device().is_meta();
+  const bool sc = src.device().is_cuda() || is_meta_cuda(src.device()),
+             dc = device().is_cuda() || is_meta_cuda(device());
+  const bool staged =
+      (sc || dc) && (src.dtype_ != dtype_ || !src.is_contiguous() || !is_contiguous());
+  if (meta && !staged) return;
+  if (staged) {
     // Converted (or rearranged) in host memory: the GPU's side moves its bytes as they are
     // (an optimizer state's f32 master made from 16-bit parameters on the GPU, at set-up).
     STRATA_CHECK((!sc || src.is_contiguous()) && (!dc || is_contiguous()), "core",
@@ -206,7 +217,8 @@ void Tensor::copy_from(const Tensor& src) {
                  src.device().str(), device().str(), dtype_name(src.dtype_), src.shape_.str(),
                  dtype_name(dtype_), shape_.str());
     MemoryLedger* ledger = storage_->ledger() ? storage_->ledger() : src.storage_->ledger();
-    const TensorOptions host{Device::cpu(), Tier::host, Category::workspace, ledger};
+    const TensorOptions host{meta ? Device::meta() : Device::cpu(), Tier::host, Category::workspace,
+                             ledger};
     const Tensor s = sc ? src.clone(host) : src;
     if (!dc) {
       copy_from(s);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/core/meta_device.hpp"
 #include "framework/nn/vocab_parallel.hpp"
 
 namespace strata::nn {
@@ -19,10 +20,12 @@ Tensor wrap_i32(const std::int32_t* p, int B, int T) {
 // A copy kept for backward (the caller's batch buffers are refilled for the next micro-batch).
 Tensor saved_copy(const Context& ctx, const Tensor& t) { return t.clone(ctx.activations); }
 
-// The batch lives in host memory; a model computing on a GPU reads a copy of it there. On the
-// CPU and the meta device (a plan reads host batches) the tensor itself.
+// The batch lives in host memory; a model computing on a GPU reads a copy of it there, from the
+// start of the forward (so does a GPU job's plan, on meta_cuda(): it charges the copy). On the CPU
+// and the CPU's meta device (a plan reads host batches) the tensor itself.
 Tensor on_compute_device(const Context& ctx, const Tensor& t) {
-  return ctx.activations.device.is_cuda() && !t.device().is_cuda() ? saved_copy(ctx, t) : t;
+  const Device d = ctx.activations.device;
+  return (d.is_cuda() || is_meta_cuda(d)) && !t.device().is_cuda() ? saved_copy(ctx, t) : t;
 }
 
 }  // namespace

@@ -164,10 +164,15 @@ void ParamStore::initialize(std::uint64_t seed) {
     const std::int64_t lo = opts_.shard_values ? l.lo : 0;
     const std::int64_t hi = opts_.shard_values ? l.hi : l.padded;
     const Tensor stored = opts_.shard_values ? acquire_value_shard(u) : values_[u];
-    // Values on a GPU are drawn into host memory and copied there once per unit.
-    const bool gpu = stored.device().is_cuda();
+    // Values on a GPU are drawn into host memory and copied there once per unit: a host-tier
+    // workspace of the unit's stored values (the largest unit's is the host tier's whole-run peak
+    // of a job that offloads nothing). So is a plan for a GPU job (the meta device, host_staging)
+    // and a test running a GPU job's paths on the CPU (host_staging), so their host tier counts it.
+    const bool gpu = stored.device().is_cuda() || opts_.host_staging;
     Tensor dst = gpu ? Tensor::zeros(stored.shape(), stored.dtype(),
-                                     TensorOptions{Device::cpu(), Tier::host, Category::workspace,
+                                     TensorOptions{stored.device().is_meta() ? Device::meta()
+                                                                            : Device::cpu(),
+                                                   Tier::host, Category::workspace,
                                                    stored.storage()->ledger()})
                      : stored;
     // A plan (meta device) has sizes but no values to write.

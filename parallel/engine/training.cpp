@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "framework/backend/math_mode.hpp"
+#include "framework/core/meta_device.hpp"
 #include "framework/nn/interleaved_stage.hpp"
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
@@ -185,7 +186,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   // The device tier is a GPU's memory (or a plan for a GPU job: it takes the same paths, so it
   // counts the same buffers): what moves to and from the offload stores is staged and copied.
   so.host_staging = extras.device.is_cuda() || extras.host_staging ||
-                    (planning && cfg_.strata.device == DeviceType::cuda);
+                    (planning && (cfg_.strata.device == DeviceType::cuda || is_meta_cuda(extras.device)));
   const bool offloads = cfg_.zero_optimization.offload_optimizer.device != config::OffloadDevice::none ||
                         cfg_.zero_optimization.offload_param.device != config::OffloadDevice::none;
   if (so.host_staging && offloads && cfg_.strata.optimizer_in_backward)

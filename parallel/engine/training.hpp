@@ -30,7 +30,8 @@ struct TrainingExtras {
   // Where ZeRO-3 parameter slices live instead of the store offload_param configures (tests
   // inject failing stores here); stage 3 only.
   std::shared_ptr<nn::ValueShardStore> value_store;
-  // Where the device tier's tensors live: the cpu, or Device::meta() for a plan (parallel/plan):
+  // Where the device tier's tensors live: the cpu, or Device::meta() / meta_cuda() for a plan
+  // (parallel/plan; the flavour picks the backend whose workspace the ops are charged):
   // the same assembly and steps, every byte charged to the ledger and none allocated, no disk
   // touched, the offload paths not checked on this machine.
   Device device = Device::cpu();

@@ -1,5 +1,6 @@
 #include "parallel/plan/planner.hpp"
 
+#include "framework/core/meta_device.hpp"
 #include "framework/nn/gpt.hpp"
 #include "framework/train/from_config.hpp"
 #include "offload/nvme_state_store.hpp"
@@ -58,7 +59,10 @@ MemoryPlan plan_rank(const config::Config& cfg, const ModelFactory& make_model,
   MemoryLedger ledger;
   std::unique_ptr<nn::Model> model = make_model(c);
   TrainingExtras extras = TrainingExtras::on(&ledger);
-  extras.device = Device::meta();
+  // A GPU job's device tier is planned on meta_cuda(): its ops are charged the workspace the CUDA
+  // backend's ops allocate, not the CPU's (meta_device.hpp). Its host tier stays Device::meta():
+  // what runs there (an offloaded update) runs on the CPU backend.
+  extras.device = cfg.strata.device == DeviceType::cuda && !opts.cpu_ops ? meta_cuda() : Device::meta();
   Training job(c, planning_world(opts.ranks, rank), *model, extras);
   out.micro_batch = static_cast<int>(job.config().train_micro_batch_size_per_gpu);
   out.accumulation = static_cast<int>(job.config().gradient_accumulation_steps);

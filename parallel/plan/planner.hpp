@@ -59,6 +59,10 @@ struct MemoryPlan {
 struct PlanOptions {
   int ranks = 1;  // the world size (data parallel × tensor × pipeline)
   int steps = 2;  // training steps run after set-up (the second shows the steady state)
+  // The step of a GPU job (strata.device "cuda") is charged the workspace the CUDA backend's ops
+  // allocate (the meta-CUDA table); with cpu_ops, the CPU backend's, as for a CPU job (tests that
+  // compare a GPU job's plan with the same job staged on the CPU, TrainingExtras::host_staging).
+  bool cpu_ops = false;
 };
 
 // Plans `cfg` (validated; its batch sizes are resolved here for the world size, an "auto"

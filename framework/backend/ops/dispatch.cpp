@@ -3,6 +3,7 @@
 
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/backend/ops/op_table.hpp"
+#include "framework/core/meta_device.hpp"
 
 namespace strata::ops {
 
@@ -71,6 +72,15 @@ const OpTable& op_table(Device device) {
       return cpu_op_table();
     }();
     return cpu;
+  }
+  if (is_meta_cuda(device)) {
+    static const OpTable& meta_cuda = []() -> const OpTable& {
+      check_complete(meta_cuda_op_table());
+      // The runtime's answers, when this build has CUDA kernels (they say "unknown" without a GPU).
+      if (const MetaCudaQueries* q = cuda_meta_queries()) set_meta_cuda_queries(*q);
+      return meta_cuda_op_table();
+    }();
+    return meta_cuda;
   }
   if (device.is_meta()) {
     static const OpTable& meta = []() -> const OpTable& {

@@ -4,5 +4,6 @@
 #ifndef STRATA_HAVE_CUDA_KERNELS
 namespace strata::ops {
 const OpTable* cuda_op_table() { return nullptr; }
+const MetaCudaQueries* cuda_meta_queries() { return nullptr; }
 }  // namespace strata::ops
 #endif

@@ -5,6 +5,7 @@
 // backend that "does not support" it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -110,11 +111,31 @@ struct OpTable {
 // (throws UserError naming what is missing otherwise).
 const OpTable& op_table(Device device);
 
-// The backends' tables (the CUDA one is nullptr in a build without CUDA kernels). The meta table
-// computes nothing and charges the workspace the CPU backend would (meta_table.cpp).
+// The backends' tables (the CUDA one is nullptr in a build without CUDA kernels). The meta
+// tables compute nothing: meta_op_table charges the workspace the CPU backend's ops would
+// allocate (meta_table.cpp; Device::meta()), meta_cuda_op_table what the CUDA backend's would
+// (meta_cuda_table.cpp; meta_cuda(), framework/core/meta_device.hpp).
 const OpTable& cpu_op_table();
 const OpTable* cuda_op_table();
 const OpTable& meta_op_table();
+const OpTable& meta_cuda_op_table();
+
+// What the meta-CUDA table asks the CUDA runtime, when one is there (a CUDA build on a machine
+// with a GPU: dispatch.cpp installs the CUDA backend's answers, cuda_table.cpp, the first time the
+// table is used). Without answers it assumes compute capability 8.0 or later and charges
+// embedding backward an upper bound of CUB's temporary storage (cuda/ops/workspace_sizes.hpp).
+struct MetaCudaQueries {
+  // The compute capability's major version of the device a plan is for (a negative value: unknown).
+  int (*compute_capability_major)() = nullptr;
+  // The bytes embedding_backward's dwte scratch takes for n positions and a table of vocab_rows
+  // rows (CUB's figure included); false when the runtime cannot tell.
+  bool (*embedding_dwte_scratch_bytes)(std::int64_t n, std::int64_t vocab_rows,
+                                       std::size_t* bytes) = nullptr;
+};
+void set_meta_cuda_queries(const MetaCudaQueries& q);
+const MetaCudaQueries& meta_cuda_queries();
+// The CUDA backend's answers (cuda_table.cpp; nullptr in a build without CUDA kernels).
+const MetaCudaQueries* cuda_meta_queries();
 
 // Throws strata::Error naming the first entry a table leaves unset.
 void check_complete(const OpTable& table);

@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "framework/backend/ops/op_table.hpp"
+#include "framework/core/meta_device.hpp"
 
 namespace strata::ops {
 namespace {
@@ -47,13 +48,14 @@ void check_i32(const char* op, const char* name, const Tensor& t) {
 
 // Every defined operand on one device; returns that device's table. A plan on the meta device
 // also takes host operands (the data's token batches stay real CPU tensors): a meta operand with
-// cpu operands is a meta op.
+// cpu operands is a meta op, charged as the CUDA backend's when an operand is on meta_cuda() (the
+// device tier of a GPU job's plan), else as the CPU backend's (meta_device.hpp).
 const OpTable& table(const char* op, std::initializer_list<const Tensor*> ts) {
   const Tensor* first = nullptr;
   const Tensor* meta = nullptr;
   for (const Tensor* t : ts) {
     if (!t->defined()) continue;
-    if (t->device().is_meta()) meta = t;
+    if (t->device().is_meta() && !(meta && is_meta_cuda(meta->device()))) meta = t;
     if (!first) first = t;
   }
   STRATA_CHECK(first, "ops", "{}: no operand is defined", op);
@@ -65,7 +67,7 @@ const OpTable& table(const char* op, std::initializer_list<const Tensor*> ts) {
                  "{}: operands are on different devices ({} and {}); copy them to one device first",
                  op, (meta ? meta : first)->device().str(), t->device().str());
   }
-  return op_table(meta ? Device::meta() : first->device());
+  return op_table(meta ? meta->device() : first->device());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "framework/optim/optimizers/adamw8bit.hpp"
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/core/meta_device.hpp"
 #include "framework/optim/optimizers/adamw.hpp"
 #include "framework/optim/optimizers/blockwise_slice.hpp"
 
@@ -42,7 +43,9 @@ void AdamW8bit::to_config(config::Optimizer& out) const {
 void AdamW8bit::bind(const nn::ParamStore&, int) { validate(h_); }
 
 void AdamW8bit::update_unit(UnitSlice& s, const StepArgs& a) {
-  if (s.meta()) return;  // the kernel widens 16-bit gradients block by block: no copy to charge
+  // The kernel widens 16-bit gradients block by block: no copy to charge. A GPU job's plan
+  // (meta_cuda()) runs the op: the CUDA op's decay runs beyond kQ8InlineRuns take a workspace.
+  if (s.meta() && !is_meta_cuda(s.grad.device())) return;
   const BlockwiseSlice b(s);
   if (b.runs.empty()) return;
   train::UnitOptimizerState& st = *s.state;

@@ -1,6 +1,7 @@
 #include "framework/optim/optimizers/lion.hpp"
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/core/meta_device.hpp"
 
 namespace strata::optim {
 
@@ -45,9 +46,9 @@ void Lion::bind(const nn::ParamStore&, int) { validate(h_); }
 void Lion::update_unit(UnitSlice& s, const StepArgs& a) {
   // On the host (and on the meta device, which charges it) the unit's 16-bit gradients are
   // widened once into `keep`, as the host kernel takes f32; a GPU's kernel widens each gradient
-  // as it loads it.
+  // as it loads it (and so does a GPU job's plan, meta_cuda(): the op charges nothing).
   Tensor keep, grad = s.grad;
-  if (!s.grad.device().is_cuda()) {
+  if (!s.grad.device().is_cuda() && !is_meta_cuda(s.grad.device())) {
     (void)s.f32_grad(keep);
     if (s.meta()) return;
     if (keep.defined()) grad = keep;

@@ -1,6 +1,7 @@
 #include "framework/optim/optimizers/lion8bit.hpp"
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/core/meta_device.hpp"
 #include "framework/optim/optimizers/blockwise_slice.hpp"
 #include "framework/optim/optimizers/lion.hpp"
 #include "framework/optim/quantize.hpp"
@@ -36,7 +37,9 @@ void Lion8bit::to_config(config::Optimizer& out) const {
 void Lion8bit::bind(const nn::ParamStore&, int) { validate(h_); }
 
 void Lion8bit::update_unit(UnitSlice& s, const StepArgs& a) {
-  if (s.meta()) return;  // the kernel widens 16-bit gradients block by block: no copy to charge
+  // The kernel widens 16-bit gradients block by block: no copy to charge. A GPU job's plan
+  // (meta_cuda()) runs the op: the CUDA op's decay runs beyond kQ8InlineRuns take a workspace.
+  if (s.meta() && !is_meta_cuda(s.grad.device())) return;
   const BlockwiseSlice b(s);
   if (b.runs.empty()) return;
   train::UnitOptimizerState& st = *s.state;

@@ -131,7 +131,12 @@ TEST_P(GpuPlanAccuracy, PlanOfAGpuJobFollowsItsStagedRun) {
   std::vector<std::string> gpu = GetParam().sets, cpu = GetParam().sets;
   gpu.push_back("strata.device=cuda");
   cpu.push_back("strata.device=cpu");
-  const auto plan = parallel::plan::plan_memory(plan_test::gpt_config(gpu), parallel::plan::gpt_model());
+  // The staged run's ops are the CPU backend's: so are the plan's here (cpu_ops); a GPU job's
+  // plan is otherwise charged the CUDA backend's workspace (GpuPlanOps below).
+  parallel::plan::PlanOptions po;
+  po.cpu_ops = true;
+  const auto plan =
+      parallel::plan::plan_memory(plan_test::gpt_config(gpu), parallel::plan::gpt_model(), po);
   const MemorySnapshot got = plan_test::measure(plan_test::gpt_config(cpu), 2, false, /*host_staging=*/true);
   // The plan's staging buffers are the run's: host params held by the update's staging.
   EXPECT_EQ(plan.memory.peak[static_cast<int>(Tier::host)][static_cast<int>(Category::params)] > 0,

@@ -229,8 +229,6 @@ std::int64_t chunks_of(std::int64_t n, std::int64_t chunk) {
 
 }  // namespace
 
-std::int64_t adafactor_partials(std::int64_t n) { return chunks_of(n, kAdafactorChunk); }
-std::int64_t sum_squares_add_partials(std::int64_t n) { return chunks_of(n, kSumSqChunk); }
 
 void launch_sum_squares_add(const void* x, DT dt, std::int64_t n, double* partials, double* out,
                             cudaStream_t s) {

@@ -101,24 +101,18 @@ __global__ void dwte_accumulate_kernel(const std::uint32_t* keys, const std::int
 }
 
 // Bits the sort looks at: enough for every key in [0, vocab_rows] (the sentinel included).
-int key_bits(std::int64_t vocab_rows) {
-  int bits = 1;
-  while (bits < 32 && (1LL << bits) <= vocab_rows) ++bits;
-  return bits;
-}
-
-std::size_t align256(std::size_t b) { return (b + 255) & ~static_cast<std::size_t>(255); }
+int key_bits(std::int64_t vocab_rows) { return embedding_key_bits(vocab_rows); }
 
 // The scratch: keys in/out (u32), values in/out (i32), each n long and 256-byte aligned, then
 // CUB's temporary storage.
 struct DwteLayout {
   std::size_t array = 0;  // bytes of each of the four arrays (aligned)
   std::size_t cub = 0;    // CUB's temporary storage
-  std::size_t total() const { return 4 * array + cub; }
+  std::size_t total() const { return 4 * array + cub; }  // embedding_dwte_scratch_total
 };
 
 cudaError_t dwte_layout(std::int64_t n, std::int64_t vocab_rows, DwteLayout* l, cudaStream_t s) {
-  l->array = align256(static_cast<std::size_t>(n) * 4);
+  l->array = embedding_dwte_array_bytes(n);
   l->cub = 0;
   return cub::DeviceRadixSort::SortPairs(
       nullptr, l->cub, static_cast<const std::uint32_t*>(nullptr),

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
+#include "framework/backend/cuda/ops/workspace_sizes.hpp"
 
 namespace strata::cuda_ops {
 

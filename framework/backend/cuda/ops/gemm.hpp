@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
+#include "framework/backend/cuda/ops/workspace_sizes.hpp"
 
 namespace strata::cuda_ops {
 
@@ -23,25 +24,7 @@ namespace strata::cuda_ops {
 void launch_bias_rows(void* d, DT ddt, const void* bias, DT bdt, std::int64_t rows,
                       std::int64_t cols, cudaStream_t s);
 
-// How launch_column_sums splits the rows: `strips` strips of `rows_per_strip` rows (the last one
-// shorter). A function of the shape only, so that the order of the sums never changes.
-struct ColumnSumPlan {
-  std::int64_t strips = 0;
-  std::int64_t rows_per_strip = 0;
-};
-inline ColumnSumPlan column_sum_plan(std::int64_t rows, std::int64_t cols) {
-  ColumnSumPlan p;
-  if (rows <= 0 || cols <= 0) return p;
-  const std::int64_t col_blocks = (cols + 31) / 32;
-  // About 1024 blocks in all, at most 1024 strips, at least 64 rows a strip.
-  std::int64_t strips = 1024 / col_blocks;
-  if (strips < 1) strips = 1;
-  const std::int64_t max_strips = (rows + 63) / 64;
-  if (strips > max_strips) strips = max_strips;
-  p.rows_per_strip = (rows + strips - 1) / strips;
-  p.strips = (rows + p.rows_per_strip - 1) / p.rows_per_strip;
-  return p;
-}
+// How launch_column_sums splits the rows: column_sum_plan (workspace_sizes.hpp).
 
 // dst[c] = round(dst[c] + sum over r of x[r, c]) for x row-major [rows, cols] (dst of dtype ddt,
 // x of dtype xdt; the sum in f32, added to dst and rounded once: the accumulation of linear's

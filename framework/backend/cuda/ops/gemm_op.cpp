@@ -378,9 +378,12 @@ void product(const char* what, Operand& A, bool ta, Operand& B, bool tb, const T
   }
 
   LtContext& ctx = lt_context(device);
-  // 16-bit operands run directly when A and B share the dtype and the device has the kernels.
-  bool direct =
-      A.dtype() == B.dtype() && A.dtype() != DT::f32 && (A.dtype() == DT::f16 || ctx.major >= 8);
+  // 16-bit operands run directly when A and B share the dtype and the device has the kernels;
+  // which operands are widened and whether D is an f32 workspace is gemm_plan's decision
+  // (workspace_sizes.hpp), which the memory plan of a GPU job charges too.
+  const GemmPlan plan = gemm_plan(A.dtype(), B.dtype(), ct, beta, bias.defined(),
+                                  bias.defined() ? dt(bias) : DT::f32, ctx.major >= 8);
+  bool direct = plan.direct;
   for (;;) {
     const DT t = direct ? A.dtype() : DT::f32;
     const void* a = direct ? A.raw() : static_cast<const void*>(A.f32());
@@ -392,8 +395,12 @@ void product(const char* what, Operand& A, bool ta, Operand& B, bool tb, const T
     // rounding: on an H200 (2026-11-28) a quarter of a bf16 or f16 C accumulated in place
     // (dW += dy^T x, 128 x 384 from 128 rows) was one unit in the last place off the correctly
     // rounded f32 sum, while the same product with beta 0 was exact.
-    const bool c_is_d =
-        ct == DT::f32 || (ct == t && beta == 0.0f && (!bias.defined() || dt(bias) == ct));
+    // (The fallback below, a 16-bit product the heuristic has no algorithm for, widens the
+    // operands after all: the one path the plan does not foresee.)
+    const bool c_is_d = direct ? !plan.f32_d
+                               : !gemm_plan(DT::f32, DT::f32, ct, beta, bias.defined(),
+                                            bias.defined() ? dt(bias) : DT::f32, false)
+                                      .f32_d;
     Tensor ws;
     void* d = C.raw();
     DT dd = ct;

@@ -55,11 +55,6 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-std::int64_t lamb_partials(std::int64_t n) {
-  const std::int64_t c = (n + kAdafactorChunk - 1) / kAdafactorChunk;
-  return 2 * (c < 1 ? 1 : c);
-}
-
 void launch_lamb_sums(const float* p, const float* grad, const float* m, const float* v,
                       std::int64_t n, const optim::detail::LambConsts& k, double* partials,
                       double* out, cudaStream_t s) {

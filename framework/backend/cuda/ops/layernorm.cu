@@ -29,12 +29,10 @@ unsigned row_blocks(std::int64_t N) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > (1LL << 20) ? (1LL << 20) : b));
 }
 
-// Rows per strip of the dw/db reduction: at least 32, and at most 256 strips (as the CPU).
-std::int64_t strip_rows(std::int64_t N) {
-  const std::int64_t r = (N + 255) / 256;
-  return r < 32 ? 32 : r;
-}
-std::int64_t strip_count(std::int64_t N) { return (N + strip_rows(N) - 1) / strip_rows(N); }
+// Rows per strip of the dw/db reduction and their count (workspace_sizes.hpp: the workspace
+// they size is the plan's too).
+std::int64_t strip_rows(std::int64_t N) { return layernorm_strip_rows(N); }
+std::int64_t strip_count(std::int64_t N) { return layernorm_strip_count(N); }
 
 __global__ void __launch_bounds__(kRowThreads)
     layernorm_forward_kernel(const void* x, DT xdt, const void* w, DT wdt, const void* b, DT bdt,
@@ -161,10 +159,6 @@ void launch_layernorm_forward(const void* x, DT xdt, const void* w, DT wdt, cons
   if (N <= 0 || C <= 0) return;
   layernorm_forward_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(x, xdt, w, wdt, b, bdt, y, ydt,
                                                                  mean, rstd, N, C, eps);
-}
-
-std::int64_t layernorm_backward_partial_floats(std::int64_t N, int C) {
-  return N <= 0 || C <= 0 ? 0 : strip_count(N) * 2 * static_cast<std::int64_t>(C);
 }
 
 void launch_layernorm_backward(const void* dy, DT dydt, const void* x, DT xdt, const void* w,

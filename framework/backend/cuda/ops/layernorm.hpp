@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
+#include "framework/backend/cuda/ops/workspace_sizes.hpp"
 
 namespace strata::cuda_ops {
 
@@ -18,8 +19,8 @@ void launch_layernorm_forward(const void* x, DT xdt, const void* w, DT wdt, cons
                               void* y, DT ydt, float* mean, float* rstd, std::int64_t N, int C,
                               float eps, cudaStream_t s);
 
-// The f32 workspace launch_layernorm_backward needs for dw/db: this many floats (0 for N = 0).
-std::int64_t layernorm_backward_partial_floats(std::int64_t N, int C);
+// The f32 workspace launch_layernorm_backward needs for dw/db: layernorm_backward_partial_floats
+// (workspace_sizes.hpp).
 
 // dx = rstd * (dxh - mean(dxh) - xh * mean(dxh * xh)), dxh = dy * w, xh = (x - mean) * rstd:
 // dx [N, C] overwritten (rounded once to dxdt; dx may be dy or x). dw += sum over rows of

@@ -35,6 +35,7 @@ typedef struct CUstream_st* cudaStream_t;
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
+#include "framework/backend/cuda/ops/workspace_sizes.hpp"
 #include "framework/optim/quantize.hpp"
 #include "framework/optim/update_kernels.hpp"
 
@@ -259,7 +260,7 @@ STRATA_HD void lion_at(std::int64_t i, float* p, const void* g, DT gdt, float* m
 // parameters (each block copies them to shared memory): a step then uploads nothing. A unit with
 // more runs (a model alternating decayed and undecayed parameters more often than that) gives
 // them in device memory instead (`device`, copied by the op before the launch).
-inline constexpr int kQ8InlineRuns = 32;
+// kQ8InlineRuns: workspace_sizes.hpp (the workspace of more runs is the plan's too).
 struct Q8Runs {
   std::int64_t words[kQ8InlineRuns] = {};
   const std::int64_t* device = nullptr;  // the n words when n > kQ8InlineRuns

@@ -32,9 +32,11 @@ Q8RunArgs q8_run_args(const Tensor& like, std::span<const optim::DecayRun> runs)
     words[r] = static_cast<std::int64_t>(runs[r].end) << 1 | (runs[r].decay ? 1 : 0);
   const int n = static_cast<int>(words.size());
   Q8RunArgs a;
-  if (n > kQ8InlineRuns) {
-    const std::size_t bytes = words.size() * sizeof(std::int64_t);
-    a.buf = workspace(like, Shape{static_cast<std::int64_t>(bytes)}, DType::u8);
+  // More than kQ8InlineRuns runs: q8_runs_workspace_bytes (workspace_sizes.hpp, the plan's too).
+  if (const std::int64_t ws = q8_runs_workspace_bytes(n); ws > 0) {
+    const auto bytes = static_cast<std::size_t>(ws);
+    static_assert(sizeof(std::int64_t) == 8, "8 bytes a run");
+    a.buf = workspace(like, Shape{ws}, DType::u8);
     check_cuda(cudaMemcpyAsync(a.buf.raw(), words.data(), bytes, cudaMemcpyHostToDevice,
                                stream_of(like)),
                "the 8-bit update's decay runs");

@@ -29,9 +29,15 @@ std::int64_t chunks_of(std::int64_t n, DT dt) {
   return (n + per - 1) / per;
 }
 
+// The grid: sum_squares_partials (workspace_sizes.hpp), the workspace the op layer and the plan
+// size with it.
+static_assert(kThreads == kSumSquaresThreads && kMaxBlocks == kSumSquaresMaxBlocks &&
+                  per_chunk(DT::f32) == sum_squares_chunk_elems(DT::f32) &&
+                  per_chunk(DT::bf16) == sum_squares_chunk_elems(DT::bf16) &&
+                  per_chunk(DT::f16) == sum_squares_chunk_elems(DT::f16),
+              "the sum of squares' grid is workspace_sizes.hpp's");
 unsigned grid_for(std::int64_t n, DT dt) {
-  const std::int64_t b = (chunks_of(n, dt) + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+  return static_cast<unsigned>(sum_squares_partials(n, dt));
 }
 
 bool aligned16(const void* p) {
@@ -141,10 +147,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 }  // namespace
-
-std::int64_t sum_squares_partials(std::int64_t n, DT dt) {
-  return grid_for(n, dt);
-}
 
 void launch_sum_squares(const void* x, DT dt, std::int64_t n, double* partials, double* result,
                         cudaStream_t s) {

@@ -10,12 +10,12 @@
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
+#include "framework/backend/cuda/ops/workspace_sizes.hpp"
 
 namespace strata::cuda_ops {
 
-// How many doubles of device workspace launch_sum_squares needs for its block partials (a
-// function of n and the dtype only; at least 1).
-std::int64_t sum_squares_partials(std::int64_t n, DT dt);
+// How many doubles of device workspace launch_sum_squares needs for its block partials:
+// sum_squares_partials(n, dt) (workspace_sizes.hpp; a function of n and the dtype only).
 
 // *result = sum over i < n of double(x[i])^2 (16-bit values widened exactly; each square is
 // exact in double), in a fixed order: a fixed grid (sum_squares_partials(n, dt) blocks, chosen

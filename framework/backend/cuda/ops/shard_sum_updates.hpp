@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/optimizer.hpp"
+#include "framework/backend/cuda/ops/workspace_sizes.hpp"
 #include "framework/optim/adafactor.hpp"
 #include "framework/optim/lamb.hpp"
 
@@ -45,9 +46,8 @@ STRATA_HD double dsq(float x) {
 }
 }  // namespace ieee
 
-// The CPU's run lengths (static_asserts in the .cu files tie them to the CPU's constants).
-inline constexpr std::int64_t kAdafactorChunk = 16384;  // optim::detail::kChunk
-inline constexpr std::int64_t kSumSqChunk = 32768;      // backend/cpu/elementwise.cpp's kChunk
+// The CPU's run lengths, kAdafactorChunk and kSumSqChunk (workspace_sizes.hpp; static_asserts in
+// the .cu files tie them to the CPU's constants).
 
 // g² + eps1 in f32 (adafactor.cpp's sq_plus_eps).
 STRATA_HD float af_sq_plus_eps(float g, float eps1) { return ieee::add(ieee::mul(g, g), eps1); }
@@ -81,10 +81,8 @@ STRATA_HD LambElem lamb_element(float p, float grad, float m, float v,
 }
 
 // ---- launchers: queued on `s`, no host synchronisation; n elements of the range ----
-// Device workspace of the sums below, in doubles (one partial per chunk; at least 1).
-std::int64_t adafactor_partials(std::int64_t n);   // factored_sumsq, vector_sumsq
-std::int64_t sum_squares_add_partials(std::int64_t n);
-std::int64_t lamb_partials(std::int64_t n);        // two per chunk
+// Device workspace of the sums below, in doubles: adafactor_partials (factored_sumsq,
+// vector_sumsq), sum_squares_add_partials, lamb_partials (two per chunk), in workspace_sizes.hpp.
 
 // out[0] += cpu::sum_squares(x) (x of dtype dt, widened exactly).
 void launch_sum_squares_add(const void* x, DT dt, std::int64_t n, double* partials, double* out,
