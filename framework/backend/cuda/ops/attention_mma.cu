@@ -29,7 +29,10 @@
 namespace strata::cuda_ops {
 namespace {
 
-constexpr int kMmaThreads = 128;  // 4 warps
+// 4 warps. __launch_bounds__'s minimum of 1 block per SM leaves ptxas every register up to 255:
+// without it ptxas aimed at 3 to 5 blocks per SM and spilled a few registers in some of the
+// instances (-Xptxas -v); with it none spills on sm_80 or sm_90.
+constexpr int kMmaThreads = 128;
 constexpr int kRows = 64;         // rows of a block: 16 per warp
 constexpr std::size_t kMmaSmemCap = 99 * 1024;  // the smallest opt-in limit of cc >= 8.0 (8.6, 8.9)
 constexpr float kPScaleF16 = 16384.0f;  // 2^14
@@ -134,7 +137,7 @@ constexpr std::size_t fwd_mma_smem() {
 }
 
 template <int D, int BK, Mma16 TY>
-__global__ void __launch_bounds__(kMmaThreads)
+__global__ void __launch_bounds__(kMmaThreads, 1)
     attention_forward_mma_kernel(const std::uint16_t* __restrict__ qkv, void* __restrict__ out,
                                  DT odt, float* __restrict__ lse, int T, int C, int NH, int hs,
                                  float scale, bool vec) {
@@ -273,7 +276,7 @@ constexpr std::size_t dkdv_mma_smem() {
 // queries: S^T = K Q^T, dP^T = V dO^T (rows: keys), P^T and dS^T, then dV += P^T dO and
 // dK += dS^T Q.
 template <int D, int BQ, Mma16 TY>
-__global__ void __launch_bounds__(kMmaThreads)
+__global__ void __launch_bounds__(kMmaThreads, 1)
     attention_dkdv_mma_kernel(const std::uint16_t* __restrict__ qkv,
                               const std::uint16_t* __restrict__ dout,
                               const float* __restrict__ lse, const float* __restrict__ Dws,
@@ -435,7 +438,7 @@ constexpr std::size_t dq_mma_smem() {
 // grid (B * NH, ceil(T / 64)); block 128. Warp w owns queries q0 + 16w ..; per key tile of BK
 // keys: S = Q K^T, dP = dO V^T, dS, then dQ += dS K.
 template <int D, int BK, Mma16 TY>
-__global__ void __launch_bounds__(kMmaThreads)
+__global__ void __launch_bounds__(kMmaThreads, 1)
     attention_dq_mma_kernel(const std::uint16_t* __restrict__ qkv,
                             const std::uint16_t* __restrict__ dout, const float* __restrict__ lse,
                             const float* __restrict__ Dws, void* __restrict__ dqkv, DT ddt, int T,
