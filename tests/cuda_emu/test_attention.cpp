@@ -198,14 +198,15 @@ EMU_TEST("attention", mma_16816_layout) {
 
 // The tensor-core kernels (16-bit qkv and dout of one type): every padded head size and sizes
 // between, tails of the 64-row blocks and of the 32- and 64-row tiles, T = 1, several batches and
-// heads; f32 outputs (the accuracy of the hi/lo split shows) and 16-bit ones.
+// heads; head sizes that are no multiple of 4 (the tiles' element-wise loads, not the 8-byte
+// ones); f32 outputs (the accuracy of the hi/lo split shows) and 16-bit ones.
 EMU_TEST("attention", tensor_cores) {
   for (const DT t : {BF, H}) {
     const Case cases[] = {
         {2, 1, 2, 16, t, F, t, F},   {1, 33, 3, 16, t, F, t, F},  {2, 65, 2, 32, t, F, t, F},
         {1, 40, 2, 48, t, F, t, F},  {1, 70, 1, 64, t, F, t, F},  {2, 64, 2, 64, t, t, t, t},
         {1, 100, 1, 64, t, t, t, t}, {1, 33, 1, 100, t, F, t, F}, {1, 65, 1, 128, t, F, t, F},
-        {2, 97, 1, 128, t, t, t, t},
+        {2, 97, 1, 128, t, t, t, t}, {1, 50, 2, 30, t, F, t, F},  {2, 9, 2, 1, t, F, t, F},
     };
     for (const Case& c : cases) run_case(c, c.T * c.hs * c.B * c.NH > 6000 ? 2 : 3, 1e-5, 1e-5);
   }

@@ -63,6 +63,10 @@ __device__ __forceinline__ void load_tile16(std::uint16_t* dst, int rs, int ds,
       if (t < T && d < hs)
         v = *reinterpret_cast<const uint2*>(x + base + static_cast<std::int64_t>(t) * ld + d);
       std::uint16_t* o = dst + r * rs + d * ds;
+      if (ds == 1) {  // 8-byte aligned: rs and the tiles' offsets are multiples of 8 halves
+        *reinterpret_cast<uint2*>(o) = v;
+        continue;
+      }
       o[0] = static_cast<std::uint16_t>(v.x & 0xffffu);
       o[ds] = static_cast<std::uint16_t>(v.x >> 16);
       o[2 * ds] = static_cast<std::uint16_t>(v.y & 0xffffu);
