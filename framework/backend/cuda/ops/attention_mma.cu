@@ -83,6 +83,38 @@ __device__ __forceinline__ void load_tile16(std::uint16_t* dst, int rs, int ds,
   }
 }
 
+// The same tile transposed: element (r, d) to dst[d * st + r] (st even). With vec, each thread
+// takes two rows r, r + 1 (r even) and four columns and stores four 32-bit words (the two rows'
+// elements of one column); consecutive threads take consecutive row pairs, so a warp's stores hit
+// distinct banks (or two per bank when ROWS < 64), where one thread per column would collide
+// many ways. Else element by element.
+template <int ROWS, int D>
+__device__ __forceinline__ void load_tile16_t(std::uint16_t* dst, int st, const std::uint16_t* x,
+                                              std::int64_t base, std::int64_t ld, int t0, int T,
+                                              int hs, bool vec) {
+  if (!vec) {
+    load_tile16<ROWS, D>(dst, 1, st, x, base, ld, t0, T, hs, false);
+    return;
+  }
+  constexpr int RP = ROWS / 2;
+  static_assert(ROWS % 2 == 0, "row pairs");
+  for (int u = threadIdx.x; u < RP * (D / 4); u += kMmaThreads) {
+    const int r = 2 * (u % RP), d = 4 * (u / RP);
+    uint2 v0 = make_uint2(0u, 0u), v1 = make_uint2(0u, 0u);
+    const std::int64_t row = base + static_cast<std::int64_t>(t0 + r) * ld + d;
+    if (d < hs) {
+      if (t0 + r < T) v0 = *reinterpret_cast<const uint2*>(x + row);
+      if (t0 + r + 1 < T) v1 = *reinterpret_cast<const uint2*>(x + row + ld);
+    }
+    std::uint32_t* o = reinterpret_cast<std::uint32_t*>(dst + d * st + r);
+    const int w = st / 2;  // words per row of dst
+    o[0] = (v0.x & 0xffffu) | (v1.x << 16);
+    o[w] = (v0.x >> 16) | (v1.x & 0xffff0000u);
+    o[2 * w] = (v0.y & 0xffffu) | (v1.y << 16);
+    o[3 * w] = (v0.y >> 16) | (v1.y & 0xffff0000u);
+  }
+}
+
 // The A fragment (16 x 16) of rows r0.., columns c0.. of a row-major 16-bit tile of stride st.
 __device__ __forceinline__ void frag_a(std::uint32_t (&a)[4], const std::uint16_t* s, int st,
                                        int r0, int c0, int g, int t) {
@@ -173,7 +205,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     const int k0 = kt * BK;
     __syncthreads();  // Q written; the previous tile's reads of Ks and Vt are done
     load_tile16<BK, D>(Ks, SD, 1, qkv, qbase + C, ld, k0, T, hs, vec);
-    load_tile16<BK, D>(Vt, 1, SK, qkv, qbase + 2LL * C, ld, k0, T, hs, vec);
+    load_tile16_t<BK, D>(Vt, SK, qkv, qbase + 2LL * C, ld, k0, T, hs, vec);
     __syncthreads();
 
     // S = Q K^T for the warp's 16 rows and the tile's BK keys.
@@ -326,8 +358,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     __syncthreads();  // K, V written; the previous tile's reads are done
     load_tile16<BQ, D>(Qs, SD, 1, qkv, qbase, ld, q0, T, hs, vec);
     load_tile16<BQ, D>(dOs, SD, 1, dout, gbase, C, q0, T, hs, vec);
-    load_tile16<BQ, D>(Qt, 1, SQ, qkv, qbase, ld, q0, T, hs, vec);
-    load_tile16<BQ, D>(dOt, 1, SQ, dout, gbase, C, q0, T, hs, vec);
+    load_tile16_t<BQ, D>(Qt, SQ, qkv, qbase, ld, q0, T, hs, vec);
+    load_tile16_t<BQ, D>(dOt, SQ, dout, gbase, C, q0, T, hs, vec);
     for (int i = threadIdx.x; i < BQ; i += kMmaThreads) {
       const int q = q0 + i;
       Ls[i] = q < T ? lse_h[q] : 0.0f;
@@ -487,7 +519,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     __syncthreads();  // Q, dO written; the previous tile's reads are done
     load_tile16<BK, D>(Ks, SD, 1, qkv, qbase + C, ld, k0, T, hs, vec);
     load_tile16<BK, D>(Vs, SD, 1, qkv, qbase + 2LL * C, ld, k0, T, hs, vec);
-    load_tile16<BK, D>(Kt, 1, SK, qkv, qbase + C, ld, k0, T, hs, vec);
+    load_tile16_t<BK, D>(Kt, SK, qkv, qbase + C, ld, k0, T, hs, vec);
     __syncthreads();
 
     float s[NK][4], dp[NK][4];
