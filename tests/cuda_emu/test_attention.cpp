@@ -226,6 +226,22 @@ EMU_TEST("attention", smem_optin_on_a_t4) {
   emu::set_device(saved);
 }
 
+EMU_TEST("attention", smem_optin_on_sm86) {
+  // An RTX 30xx (sm_86) runs the tensor-core kernels with the smallest opt-in of compute
+  // capability 8.x, 99 KB (attention_mma.cu's kMmaSmemCap); the dQ kernel at head size 128 needs
+  // the most (86 KB).
+  emu::DeviceModel sm86;
+  sm86.cc_major = 8;
+  sm86.cc_minor = 6;
+  sm86.sms = 84;
+  sm86.max_smem_optin = 99 * 1024;
+  const emu::DeviceModel saved = emu::device();
+  emu::set_device(sm86);
+  run_case({1, 65, 1, 128, BF, F, BF, F}, 1, 1e-5, 1e-5);
+  run_case({1, 70, 2, 64, H, H, H, H}, 1, 1e-5, 1e-5);
+  emu::set_device(saved);
+}
+
 EMU_TEST("attention", bad_sizes) {
   DevBuf d(64);
   for (auto [C, NH] : {std::pair<int, int>{10, 3}, {0, 1}, {129, 1}, {8, 0}}) {
