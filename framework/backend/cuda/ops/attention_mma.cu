@@ -9,8 +9,10 @@
 // g + 8 of every 16 x 8 accumulator, columns 2t and 2t + 1). Tiles sit in shared memory as 16-bit
 // values, zero-padded to the head size D in {16, 32, 64, 128} and to the rows past T; an operand
 // read along its other dimension has a transposed copy (the B operand of a product must have its
-// k index contiguous). Row strides are D + 8 or cols + 8 halves (16-byte multiples that shift
-// rows by four banks).
+// k index contiguous; load_tile16_t writes it as 32-bit words of two rows). Row strides are D + 8
+// or cols + 8 halves: 16-byte multiples whose eight rows of a fragment load fall in different
+// banks. Operands come from shared memory by plain 32-bit loads (no cp.async or ldmatrix, which
+// the CUDA emulator cannot run), and a block loads its next tile only after computing the last.
 //
 // Accuracy. Q K^T and dO V^T multiply the 16-bit inputs exactly (f32 accumulation). P (the
 // probabilities) and dS are f32 values: each is split into hi = round16(x) and lo = round16(x - hi)
@@ -31,7 +33,8 @@ namespace {
 
 // 4 warps. __launch_bounds__'s minimum of 1 block per SM leaves ptxas every register up to 255:
 // without it ptxas aimed at 3 to 5 blocks per SM and spilled a few registers in some of the
-// instances (-Xptxas -v); with it none spills on sm_80 or sm_90.
+// instances (-Xptxas -v); with it none spills on sm_90, and on sm_80 only the f16 dK/dV kernel of
+// head size 128 (255 registers; 8 bytes).
 constexpr int kMmaThreads = 128;
 constexpr int kRows = 64;         // rows of a block: 16 per warp
 constexpr std::size_t kMmaSmemCap = 99 * 1024;  // the smallest opt-in limit of cc >= 8.0 (8.6, 8.9)
