@@ -39,8 +39,8 @@
 namespace strata::cuda_ops {
 namespace {
 
-constexpr int kThreads = 256;  // every kernel here; a 16 x 16 grid of threads
-constexpr int kTX = 16;        // threads along x (half a warp)
+constexpr int kThreads = 256;                // every kernel here; a 16 x 16 grid of threads
+constexpr int kTX = 16;                      // threads along x (half a warp)
 constexpr std::size_t kSmemCap = 64 * 1024;  // the smallest opt-in limit we target (sm_75)
 
 // ---- small device helpers -----------------------------------------------------------------------

@@ -36,15 +36,19 @@ namespace {
 // instances (-Xptxas -v); with it none spills on sm_90, and on sm_80 only the f16 dK/dV kernel of
 // head size 128 (255 registers; 8 bytes).
 constexpr int kMmaThreads = 128;
-constexpr int kRows = 64;         // rows of a block: 16 per warp
+constexpr int kRows = 64;                       // rows of a block: 16 per warp
 constexpr std::size_t kMmaSmemCap = 99 * 1024;  // the smallest opt-in limit of cc >= 8.0 (8.6, 8.9)
-constexpr float kPScaleF16 = 16384.0f;  // 2^14
+constexpr float kPScaleF16 = 16384.0f;          // 2^14
 constexpr float kPUnscaleF16 = 1.0f / 16384.0f;
 
 template <Mma16 TY>
-constexpr float p_scale() { return TY == Mma16::f16 ? kPScaleF16 : 1.0f; }
+constexpr float p_scale() {
+  return TY == Mma16::f16 ? kPScaleF16 : 1.0f;
+}
 template <Mma16 TY>
-constexpr float p_unscale() { return TY == Mma16::f16 ? kPUnscaleF16 : 1.0f; }
+constexpr float p_unscale() {
+  return TY == Mma16::f16 ? kPUnscaleF16 : 1.0f;
+}
 
 __device__ __forceinline__ std::uint32_t ld32(const std::uint16_t* p) {
   return *reinterpret_cast<const std::uint32_t*>(p);
@@ -160,7 +164,7 @@ __device__ __forceinline__ float quad_sum(float v) {
 // (both exact; the exponent clamped to +-100). mx == 0: 1.
 __device__ __forceinline__ void row_scale(float mx, float& sc, float& inv) {
   const int e = static_cast<int>((f32_bits(mx) >> 23) & 0xffu);  // biased exponent
-  int k = mx > 0.0f ? 141 - e : 0;                                // 2^(14 - (e - 127))
+  int k = mx > 0.0f ? 141 - e : 0;                               // 2^(14 - (e - 127))
   k = k > 100 ? 100 : (k < -100 ? -100 : k);
   sc = bits_f32(static_cast<std::uint32_t>(k + 127) << 23);
   inv = bits_f32(static_cast<std::uint32_t>(127 - k) << 23);
@@ -184,8 +188,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   constexpr int SD = D + 8, SK = BK + 8, ND = D / 8, NK = BK / 8;
   extern __shared__ float4 smem4[];
   std::uint16_t* Qs = reinterpret_cast<std::uint16_t*>(smem4);  // [64][SD]
-  std::uint16_t* Ks = Qs + kRows * SD;                            // [BK][SD]
-  std::uint16_t* Vt = Ks + BK * SD;                               // [D][SK]: Vt[d][c] = v[k0 + c][d]
+  std::uint16_t* Ks = Qs + kRows * SD;                          // [BK][SD]
+  std::uint16_t* Vt = Ks + BK * SD;                             // [D][SK]: Vt[d][c] = v[k0 + c][d]
 
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int g = lane >> 2, t = lane & 3, r0 = warp * 16;
@@ -317,21 +321,20 @@ constexpr std::size_t dkdv_mma_smem() {
 template <int D, int BQ, Mma16 TY>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attention_dkdv_mma_kernel(const std::uint16_t* __restrict__ qkv,
-                              const std::uint16_t* __restrict__ dout,
-                              const float* __restrict__ lse, const float* __restrict__ Dws,
-                              void* __restrict__ dqkv, DT ddt, int T, int C, int NH, int hs,
-                              float scale, bool vec) {
+                              const std::uint16_t* __restrict__ dout, const float* __restrict__ lse,
+                              const float* __restrict__ Dws, void* __restrict__ dqkv, DT ddt, int T,
+                              int C, int NH, int hs, float scale, bool vec) {
 #if defined(STRATA_MMA_KERNELS)
   constexpr int SD = D + 8, SQ = BQ + 8, ND = D / 8, NQ = BQ / 8;
   extern __shared__ float4 smem4[];
-  float* Ls = reinterpret_cast<float*>(smem4);                  // [BQ]: lse of the tile's queries
-  float* Ds = Ls + BQ;                                          // [BQ]: D of them
+  float* Ls = reinterpret_cast<float*>(smem4);                    // [BQ]: lse of the tile's queries
+  float* Ds = Ls + BQ;                                            // [BQ]: D of them
   std::uint16_t* Ks = reinterpret_cast<std::uint16_t*>(Ds + BQ);  // [64][SD]
-  std::uint16_t* Vs = Ks + kRows * SD;                          // [64][SD]
-  std::uint16_t* Qs = Vs + kRows * SD;                          // [BQ][SD]
-  std::uint16_t* dOs = Qs + BQ * SD;                            // [BQ][SD]
-  std::uint16_t* Qt = dOs + BQ * SD;                            // [D][SQ]
-  std::uint16_t* dOt = Qt + D * SQ;                             // [D][SQ]
+  std::uint16_t* Vs = Ks + kRows * SD;                            // [64][SD]
+  std::uint16_t* Qs = Vs + kRows * SD;                            // [BQ][SD]
+  std::uint16_t* dOs = Qs + BQ * SD;                              // [BQ][SD]
+  std::uint16_t* Qt = dOs + BQ * SD;                              // [D][SQ]
+  std::uint16_t* dOt = Qt + D * SQ;                               // [D][SQ]
 
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int g = lane >> 2, t = lane & 3, r0 = warp * 16;
@@ -406,7 +409,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
           dmax[i] = fmaxf(dmax[i], fabsf(ds));
         }
 
-    // dV += P^T dO (P split, times 2^14 for f16).
+        // dV += P^T dO (P split, times 2^14 for f16).
 #pragma unroll
     for (int kc = 0; kc < BQ / 16; ++kc) {
       std::uint32_t ph[4], pl[4];
@@ -486,10 +489,10 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   constexpr int SD = D + 8, SK = BK + 8, ND = D / 8, NK = BK / 8;
   extern __shared__ float4 smem4[];
   std::uint16_t* Qs = reinterpret_cast<std::uint16_t*>(smem4);  // [64][SD]
-  std::uint16_t* dOs = Qs + kRows * SD;                           // [64][SD]
-  std::uint16_t* Ks = dOs + kRows * SD;                           // [BK][SD]
-  std::uint16_t* Vs = Ks + BK * SD;                               // [BK][SD]
-  std::uint16_t* Kt = Vs + BK * SD;                               // [D][SK]
+  std::uint16_t* dOs = Qs + kRows * SD;                         // [64][SD]
+  std::uint16_t* Ks = dOs + kRows * SD;                         // [BK][SD]
+  std::uint16_t* Vs = Ks + BK * SD;                             // [BK][SD]
+  std::uint16_t* Kt = Vs + BK * SD;                             // [D][SK]
 
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int g = lane >> 2, t = lane & 3, r0 = warp * 16;
@@ -606,7 +609,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 // ---- host side ----------------------------------------------------------------------------------
 
 // Key tile of the forward and dQ kernels, query tile of the dK/dV kernel.
-template <int D> struct MmaCfg {
+template <int D>
+struct MmaCfg {
   static constexpr int FWD_BK = 64, DQ_BK = 64, DKV_BQ = D == 128 ? 16 : 64;
 };
 
@@ -621,7 +625,8 @@ cudaError_t forward_mma_d(const MmaArgs& z, cudaStream_t s) {
   constexpr std::size_t bytes = fwd_mma_smem<D, BK>();
   static_assert(bytes <= kMmaSmemCap, "forward tile too large");
   if (const cudaError_t e = allow_smem<kernel>(bytes); e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>(z.B * z.NH), static_cast<unsigned>((z.T + kRows - 1) / kRows));
+  const dim3 grid(static_cast<unsigned>(z.B * z.NH),
+                  static_cast<unsigned>((z.T + kRows - 1) / kRows));
   kernel<<<grid, kMmaThreads, bytes, s>>>(static_cast<const std::uint16_t*>(z.qkv), z.out, z.odt,
                                           z.lse, z.T, z.C, z.NH, z.hs, z.scale,
                                           vec_ok(z.qkv, z.C, z.hs));
@@ -638,7 +643,8 @@ cudaError_t backward_mma_d(const MmaArgs& z, cudaStream_t s) {
   if (const cudaError_t e = allow_smem<kv_kernel>(kv_bytes); e != cudaSuccess) return e;
   if (const cudaError_t e = allow_smem<q_kernel>(q_bytes); e != cudaSuccess) return e;
   const bool vec = vec_ok(z.qkv, z.C, z.hs) && vec_ok(z.dout, z.C, z.hs);
-  const dim3 grid(static_cast<unsigned>(z.B * z.NH), static_cast<unsigned>((z.T + kRows - 1) / kRows));
+  const dim3 grid(static_cast<unsigned>(z.B * z.NH),
+                  static_cast<unsigned>((z.T + kRows - 1) / kRows));
   const auto* qkv = static_cast<const std::uint16_t*>(z.qkv);
   const auto* dout = static_cast<const std::uint16_t*>(z.dout);
   kv_kernel<<<grid, kMmaThreads, kv_bytes, s>>>(qkv, dout, z.lse_in, z.Dws, z.dqkv, z.ddt, z.T, z.C,

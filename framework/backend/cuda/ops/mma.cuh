@@ -44,13 +44,19 @@ enum class Mma16 { bf16, f16 };
 namespace mma_detail {
 template <Mma16 T>
 __device__ __forceinline__ float to_f32(std::uint32_t h16) {
-  if constexpr (T == Mma16::bf16) return bf16_to_f32(static_cast<std::uint16_t>(h16));
-  else return f16_to_f32(static_cast<std::uint16_t>(h16));
+  if constexpr (T == Mma16::bf16)
+    return bf16_to_f32(static_cast<std::uint16_t>(h16));
+  else
+    return f16_to_f32(static_cast<std::uint16_t>(h16));
 }
 template <Mma16 T>
-__device__ __forceinline__ float lo_of(std::uint32_t r) { return to_f32<T>(r & 0xffffu); }
+__device__ __forceinline__ float lo_of(std::uint32_t r) {
+  return to_f32<T>(r & 0xffffu);
+}
 template <Mma16 T>
-__device__ __forceinline__ float hi_of(std::uint32_t r) { return to_f32<T>(r >> 16); }
+__device__ __forceinline__ float hi_of(std::uint32_t r) {
+  return to_f32<T>(r >> 16);
+}
 
 // The portable product: lane (g, t) computes its four outputs from row g and g + 8 of A and
 // columns 2t, 2t + 1 of B, fetched from the lanes that hold them.
