@@ -5,8 +5,36 @@
 // pointer passed to a kernel). Compiled like the framework's kernels: through cuda_emu_rewrite.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
+#include "framework/backend/cuda/ops/mma.cuh"
+
 namespace cuda_emu_selftest {
 namespace {
+
+// One m16n8k16 product of mma.cuh per warp: a (16 x 16 row-major), b (16 x 8 row-major, k x n)
+// and c (16 x 8 row-major, f32) in memory; each lane gathers its fragments by the documented
+// layout, multiplies, and writes its four results back into c.
+template <strata::cuda_ops::Mma16 T>
+__global__ void mma_kernel(const std::uint16_t* a, const std::uint16_t* b, float* c) {
+  const int lane = static_cast<int>(threadIdx.x & 31), g = lane >> 2, t = lane & 3;
+  auto two = [](const std::uint16_t* p0, const std::uint16_t* p1) {
+    return static_cast<std::uint32_t>(*p0) | (static_cast<std::uint32_t>(*p1) << 16);
+  };
+  const std::uint32_t af[4] = {two(a + g * 16 + 2 * t, a + g * 16 + 2 * t + 1),
+                               two(a + (g + 8) * 16 + 2 * t, a + (g + 8) * 16 + 2 * t + 1),
+                               two(a + g * 16 + 2 * t + 8, a + g * 16 + 2 * t + 9),
+                               two(a + (g + 8) * 16 + 2 * t + 8, a + (g + 8) * 16 + 2 * t + 9)};
+  const std::uint32_t bf[2] = {two(b + (2 * t) * 8 + g, b + (2 * t + 1) * 8 + g),
+                               two(b + (2 * t + 8) * 8 + g, b + (2 * t + 9) * 8 + g)};
+  float cf[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1], c[(g + 8) * 8 + 2 * t],
+                 c[(g + 8) * 8 + 2 * t + 1]};
+  strata::cuda_ops::mma_16816<T>(cf, af, bf);
+  c[g * 8 + 2 * t] = cf[0];
+  c[g * 8 + 2 * t + 1] = cf[1];
+  c[(g + 8) * 8 + 2 * t] = cf[2];
+  c[(g + 8) * 8 + 2 * t + 1] = cf[3];
+}
 
 __global__ void shuffles_kernel(int* out) {
   const int t = static_cast<int>(threadIdx.x);
@@ -85,6 +113,12 @@ __global__ void dynamic_kernel(float* out) {
 }  // namespace
 
 void shuffles(int* out) { shuffles_kernel<<<1, 64>>>(out); }
+void mma16816(bool bf16, const std::uint16_t* a, const std::uint16_t* b, float* c) {
+  if (bf16)
+    mma_kernel<strata::cuda_ops::Mma16::bf16><<<1, 32>>>(a, b, c);
+  else
+    mma_kernel<strata::cuda_ops::Mma16::f16><<<1, 32>>>(a, b, c);
+}
 void indices(int* out, dim3 grid, dim3 block) { indices_kernel<<<grid, block>>>(out); }
 void racy(float* out) { racy_kernel<<<1, 64>>>(out); }
 void unwritten_shared(float* out) { unwritten_shared_kernel<<<1, 64>>>(out); }

@@ -1,11 +1,19 @@
 // attention.cu against a double-precision reference computed from the same (widened) inputs:
 // the forward (out, lse) and the backward (dqkv from the kernel's own out and lse), every padded
 // head size (16, 32, 64, 128), sequence tails of every tile, dtype mixes; the dynamic shared
-// memory opt-in (above 48 KB) checked against an H100's limits and a T4's (64 KB).
+// memory opt-in (above 48 KB) checked against an H100's limits and a T4's (64 KB). The emulated
+// device is an H100, so 16-bit qkv (with dout of the same type) runs the tensor-core kernels of
+// attention_mma.cu (mma.cuh's portable products; their fragment layouts checked against a plain
+// triple loop here); f32 or mixed operands and the T4 run the FFMA kernels.
 #include <cmath>
+#include <cstdio>
 
 #include "framework/backend/cuda/ops/attention.hpp"
 #include "tests/cuda_emu/harness.hpp"
+
+namespace cuda_emu_selftest {
+void mma16816(bool bf16, const std::uint16_t* a, const std::uint16_t* b, float* c);
+}  // namespace cuda_emu_selftest
 
 namespace cuda_emu_test {
 namespace {
@@ -17,14 +25,21 @@ struct Case {
   DT q, o, g, d;  // qkv, out, dout, dqkv
 };
 
+// The largest |got - ref| / max|ref| of the last compare (reported by the tensor-core tests).
+double g_last_rel = 0.0;
+
 // Tolerance: |got - ref| <= rtol * max|ref| (+ half an ulp of a 16-bit output).
 void compare(const std::string& what, const HostArr& got, const std::vector<double>& ref, double rtol) {
   double mx = 0;
   for (double r : ref) mx = std::max(mx, std::fabs(r));
+  double err = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    err = std::max(err, std::fabs(static_cast<double>(got.get(static_cast<std::int64_t>(i))) - ref[i]));
+  g_last_rel = mx > 0 ? err / mx : err;
   expect_close(what, got, ref, 0.0, rtol * mx);
 }
 
-void run_case(const Case& c, int orders) {
+void run_case(const Case& c, int orders, double fwd_rtol = 2e-6, double bwd_rtol = 4e-6) {
   const int B = c.B, T = c.T, NH = c.NH, hs = c.hs, C = NH * hs;
   const std::int64_t nq = std::int64_t{B} * T * 3 * C, no = std::int64_t{B} * T * C,
                      nl = std::int64_t{B} * NH * T;
@@ -68,8 +83,9 @@ void run_case(const Case& c, int orders) {
           ro[static_cast<std::size_t>((std::int64_t{b} * T + t) * C + h * hs + d)] = o;
         }
       }
-  compare(what + " out", out, ro, 2e-6);
-  compare(what + " lse", lse, rl, 2e-6);
+  compare(what + " out", out, ro, fwd_rtol);
+  const double out_rel = g_last_rel;
+  compare(what + " lse", lse, rl, fwd_rtol);
 
   // The backward from the kernel's own out and lse.
   const auto bwd = run_orders(what + " backward", [&] {
@@ -113,7 +129,10 @@ void run_case(const Case& c, int orders) {
         }
       }
     }
-  compare(what + " dqkv", arr_from(bwd, 0, c.d, nq), rd, 4e-6);
+  compare(what + " dqkv", arr_from(bwd, 0, c.d, nq), rd, bwd_rtol);
+  if (c.q != DT::f32 && c.o == DT::f32 && c.d == DT::f32)
+    std::printf("  %s: max error / max|ref|: out %.2e, dqkv %.2e\n", what.c_str(), out_rel,
+                g_last_rel);
 }
 
 constexpr DT F = DT::f32, BF = DT::bf16, H = DT::f16;
@@ -138,6 +157,61 @@ EMU_TEST("attention", dtype_mixes) {
   for (const Case& c : cases) run_case(c, 2);
 }
 
+// mma.cuh's m16n8k16 against a triple loop: small integers (every product and sum exact: the
+// result must be bitwise the loop's) and random values (to the f32 rounding of 16 fmas).
+EMU_TEST("attention", mma_16816_layout) {
+  std::mt19937 gen(7);
+  for (const bool bf16 : {true, false}) {
+    for (const bool ints : {true, false}) {
+      const DT dt = bf16 ? DT::bf16 : DT::f16;
+      HostArr a(dt, 16 * 16), b(dt, 16 * 8), c(DT::f32, 16 * 8);
+      std::uniform_int_distribution<int> small(-8, 8);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      for (std::int64_t i = 0; i < a.n; ++i) a.set(i, ints ? static_cast<float>(small(gen)) : nd(gen));
+      for (std::int64_t i = 0; i < b.n; ++i) b.set(i, ints ? static_cast<float>(small(gen)) : nd(gen));
+      for (std::int64_t i = 0; i < c.n; ++i) c.set(i, ints ? static_cast<float>(small(gen) * 16) : nd(gen));
+      std::vector<double> ref(16 * 8);
+      for (int m = 0; m < 16; ++m)
+        for (int n = 0; n < 8; ++n) {
+          double acc = c.get(m * 8 + n);
+          for (int k = 0; k < 16; ++k) acc += static_cast<double>(a.get(m * 16 + k)) * b.get(k * 8 + n);
+          ref[static_cast<std::size_t>(m * 8 + n)] = acc;
+        }
+      const std::string what = fmt("mma_16816 %s %s", bf16 ? "bf16" : "f16", ints ? "integers" : "random");
+      const auto got = run_orders(what, [&] {
+        DevBuf da(a), db(b), dc(c);
+        cuda_emu_selftest::mma16816(bf16, da.as<std::uint16_t>(), db.as<std::uint16_t>(), dc.as<float>());
+        checked();
+        return dc.raw();
+      });
+      const HostArr out = arr_from(got, 0, DT::f32, 16 * 8);
+      if (ints) {
+        HostArr r(DT::f32, 16 * 8);
+        for (std::int64_t i = 0; i < r.n; ++i) r.set(i, static_cast<float>(ref[static_cast<std::size_t>(i)]));
+        expect_bits(what, out, r);
+      } else {
+        expect_close(what, out, ref, 1e-6, 1e-5);
+      }
+    }
+  }
+}
+
+// The tensor-core kernels (16-bit qkv and dout of one type): every padded head size and sizes
+// between, tails of the 64-row blocks and of the 32- and 64-row tiles, T = 1, several batches and
+// heads; head sizes that are no multiple of 4 (the tiles' element-wise loads, not the 8-byte
+// ones); f32 outputs (the accuracy of the hi/lo split shows) and 16-bit ones.
+EMU_TEST("attention", tensor_cores) {
+  for (const DT t : {BF, H}) {
+    const Case cases[] = {
+        {2, 1, 2, 16, t, F, t, F},   {1, 33, 3, 16, t, F, t, F},  {2, 65, 2, 32, t, F, t, F},
+        {1, 40, 2, 48, t, F, t, F},  {1, 70, 1, 64, t, F, t, F},  {2, 64, 2, 64, t, t, t, t},
+        {1, 100, 1, 64, t, t, t, t}, {1, 33, 1, 100, t, F, t, F}, {1, 65, 1, 128, t, F, t, F},
+        {2, 97, 1, 128, t, t, t, t}, {1, 50, 2, 30, t, F, t, F},  {2, 9, 2, 1, t, F, t, F},
+    };
+    for (const Case& c : cases) run_case(c, c.T * c.hs * c.B * c.NH > 6000 ? 2 : 3, 1e-5, 1e-5);
+  }
+}
+
 EMU_TEST("attention", smem_optin_on_a_t4) {
   // A T4 (sm_75) allows 64 KB per block: the tiles are sized for it (attention.cu).
   emu::DeviceModel t4;
@@ -149,6 +223,22 @@ EMU_TEST("attention", smem_optin_on_a_t4) {
   emu::set_device(t4);
   run_case({1, 70, 1, 128, F, F, F, F}, 1);
   run_case({1, 40, 2, 64, BF, F, H, F}, 1);
+  emu::set_device(saved);
+}
+
+EMU_TEST("attention", smem_optin_on_sm86) {
+  // An RTX 30xx (sm_86) runs the tensor-core kernels with the smallest opt-in of compute
+  // capability 8.x, 99 KB (attention_mma.cu's kMmaSmemCap); the dQ kernel at head size 128 needs
+  // the most (86 KB).
+  emu::DeviceModel sm86;
+  sm86.cc_major = 8;
+  sm86.cc_minor = 6;
+  sm86.sms = 84;
+  sm86.max_smem_optin = 99 * 1024;
+  const emu::DeviceModel saved = emu::device();
+  emu::set_device(sm86);
+  run_case({1, 65, 1, 128, BF, F, BF, F}, 1, 1e-5, 1e-5);
+  run_case({1, 70, 2, 64, H, H, H, H}, 1, 1e-5, 1e-5);
   emu::set_device(saved);
 }
 

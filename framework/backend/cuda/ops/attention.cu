@@ -1,4 +1,6 @@
-// Fused causal multi-head self-attention, flash-attention style, on CUDA cores (f32 FFMA).
+// Fused causal multi-head self-attention, flash-attention style, on CUDA cores (f32 FFMA). For
+// qkv (and dout) of one 16-bit type on compute capability >= 8.0, the launchers below run the
+// tensor-core kernels of attention_mma.cu instead (same algorithm and determinism; use_mma).
 //
 // Forward: one thread block per (batch, head, block of BQ query rows). It walks the key/value tiles
 // up to the diagonal, keeping the running row max m and row sum l of the online softmax and the
@@ -27,18 +29,18 @@
 // read "by column" are stored transposed with a row stride that is a multiple of 4 (16-byte
 // aligned vectors). Every block needs at most 59 KiB (static_asserts below keep it under the 64 KiB
 // a T4 allows); above 48 KB it is opted in once per kernel and device with cudaFuncSetAttribute.
-#include <atomic>
 #include <cstddef>
 
 #include "framework/backend/cuda/ops/attention.hpp"
+#include "framework/backend/cuda/ops/attention_mma.hpp"
 #include "framework/backend/cuda/ops/common.cuh"
+#include "framework/backend/cuda/ops/device_caps.hpp"
 
 namespace strata::cuda_ops {
 namespace {
 
-constexpr int kThreads = 256;  // every kernel here; a 16 x 16 grid of threads
-constexpr int kTX = 16;        // threads along x (half a warp)
-constexpr std::size_t kStaticSmemLimit = 48 * 1024;
+constexpr int kThreads = 256;                // every kernel here; a 16 x 16 grid of threads
+constexpr int kTX = 16;                      // threads along x (half a warp)
 constexpr std::size_t kSmemCap = 64 * 1024;  // the smallest opt-in limit we target (sm_75)
 
 // ---- small device helpers -----------------------------------------------------------------------
@@ -594,22 +596,6 @@ __global__ void __launch_bounds__(kThreads, MB)
 
 // ---- host side ----------------------------------------------------------------------------------
 
-// Raises Kernel's dynamic shared-memory limit to `bytes` (when above the 48 KB default), once per
-// device (devices 0..63; others every time: the call is idempotent).
-template <auto Kernel>
-cudaError_t allow_smem(std::size_t bytes) {
-  if (bytes <= kStaticSmemLimit) return cudaSuccess;
-  static std::atomic<unsigned long long> done{0};
-  int dev = 0;
-  if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0ull;
-  if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(bytes));
-  if (e == cudaSuccess && bit != 0) done.fetch_or(bit, std::memory_order_acq_rel);
-  return e;
-}
-
 struct Sizes {
   int B, T, C, NH, hs;
   float scale;
@@ -672,6 +658,15 @@ bool sizes(int B, int T, int C, int NH, Sizes& z, cudaError_t* err) {
   return true;
 }
 
+// The tensor-core kernels (attention_mma.cu) take qkv, and for the backward dout, of one 16-bit
+// type on a device of compute capability >= 8.0; anything else (an f32 operand, mixed 16-bit
+// types, a T4) runs the FFMA kernels above. The outputs' dtypes do not matter.
+bool use_mma(DT qkv_dt, DT dout_dt) {
+  if (qkv_dt == DT::f32 || dout_dt != qkv_dt) return false;
+  int major = 0;
+  return current_device_cc_major(&major) == cudaSuccess && major >= 8;
+}
+
 }  // namespace
 
 cudaError_t launch_attention_forward(const void* qkv, DT qkv_dt, void* out, DT out_dt, float* lse,
@@ -679,6 +674,16 @@ cudaError_t launch_attention_forward(const void* qkv, DT qkv_dt, void* out, DT o
   Sizes z{};
   cudaError_t err;
   if (!sizes(B, T, C, NH, z, &err)) return err;
+  if (use_mma(qkv_dt, qkv_dt)) {
+    MmaArgs a;
+    a.qkv = qkv;
+    a.qdt = qkv_dt;
+    a.out = out;
+    a.odt = out_dt;
+    a.lse = lse;
+    a.B = B, a.T = T, a.C = C, a.NH = NH, a.hs = z.hs, a.scale = z.scale;
+    return launch_attention_forward_mma(a, s);
+  }
   if (z.hs <= 16) return forward_d<16>(qkv, qkv_dt, out, out_dt, lse, z, s);
   if (z.hs <= 32) return forward_d<32>(qkv, qkv_dt, out, out_dt, lse, z, s);
   if (z.hs <= 64) return forward_d<64>(qkv, qkv_dt, out, out_dt, lse, z, s);
@@ -701,6 +706,18 @@ cudaError_t launch_attention_backward(const void* qkv, DT qkv_dt, const void* ou
       dout, dout_dt, out, out_dt, Dws, rows, T, NH, z.hs);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   // 2. dK, dV and 3. dQ.
+  if (use_mma(qkv_dt, dout_dt)) {
+    MmaArgs a;
+    a.qkv = qkv;
+    a.qdt = qkv_dt;
+    a.dout = dout;
+    a.lse_in = lse;
+    a.Dws = Dws;
+    a.dqkv = dqkv;
+    a.ddt = dqkv_dt;
+    a.B = B, a.T = T, a.C = C, a.NH = NH, a.hs = z.hs, a.scale = z.scale;
+    return launch_attention_backward_mma(a, s);
+  }
   if (z.hs <= 16) return backward_d<16>(qkv, qkv_dt, dout, dout_dt, lse, Dws, dqkv, dqkv_dt, z, s);
   if (z.hs <= 32) return backward_d<32>(qkv, qkv_dt, dout, dout_dt, lse, Dws, dqkv, dqkv_dt, z, s);
   if (z.hs <= 64) return backward_d<64>(qkv, qkv_dt, dout, dout_dt, lse, Dws, dqkv, dqkv_dt, z, s);

@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
@@ -58,6 +60,25 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   __syncthreads();
   v = lane < warps ? scratch[lane] : -INFINITY;
   return warp_max(v);
+}
+
+// The dynamic shared memory a kernel may use without opting in.
+inline constexpr std::size_t kStaticSmemLimit = 48 * 1024;
+
+// Raises Kernel's dynamic shared-memory limit to `bytes` (when above the 48 KB default), once per
+// device (devices 0..63; others every time: the call is idempotent).
+template <auto Kernel>
+cudaError_t allow_smem(std::size_t bytes) {
+  if (bytes <= kStaticSmemLimit) return cudaSuccess;
+  static std::atomic<unsigned long long> done{0};
+  int dev = 0;
+  if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  const unsigned long long bit = dev >= 0 && dev < 64 ? 1ull << dev : 0ull;
+  if (bit != 0 && (done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(bytes));
+  if (e == cudaSuccess && bit != 0) done.fetch_or(bit, std::memory_order_acq_rel);
+  return e;
 }
 
 }  // namespace strata::cuda_ops

@@ -37,6 +37,7 @@
 #include <optional>
 
 #include "framework/backend/cuda/ops/common.hpp"
+#include "framework/backend/cuda/ops/device_caps.hpp"
 #include "framework/backend/math_mode.hpp"
 #include "framework/backend/cuda/ops/elementwise.hpp"
 #include "framework/backend/cuda/ops/gemm.hpp"
@@ -153,7 +154,7 @@ LtContext& lt_context(int device) {
   std::unique_ptr<LtContext>& slot = contexts[device];
   if (slot) return *slot;
   auto ctx = std::make_unique<LtContext>();
-  check_cuda(cudaDeviceGetAttribute(&ctx->major, cudaDevAttrComputeCapabilityMajor, device),
+  check_cuda(device_cc_major(device, &ctx->major),
              "cudaDeviceGetAttribute(compute capability)");
   check_lt(cublasLtCreate(&ctx->handle), "cublasLtCreate");
   check_cuda(cudaEventCreateWithFlags(&ctx->last_use, cudaEventDisableTiming), "cudaEventCreate");

@@ -6,5 +6,6 @@
 
 #define __CUDACC__ 1
 #define __CUDA_ARCH__ 900
+#define STRATA_CUDA_EMU 1  // mma.cuh: the portable tensor-core products, not inline PTX
 
 #include <cuda_runtime.h>
