@@ -34,6 +34,10 @@ std::shared_ptr<const Optimizer> OneBitAdam::from_config(const config::Optimizer
   return std::make_shared<OneBitAdam>(h);
 }
 
+std::shared_ptr<const Optimizer> make_onebit_adam(const config::Optimizer& c) {
+  return OneBitAdam::from_config(c);
+}
+
 void OneBitAdam::to_config(config::Optimizer& out) const {
   out = config::Optimizer("OneBitAdam");  // bias_correction false: the only value it takes
   adam_family_to_config(h_, out);

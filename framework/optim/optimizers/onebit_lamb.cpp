@@ -66,6 +66,10 @@ std::shared_ptr<const Optimizer> OneBitLamb::from_config(const config::Optimizer
   return std::make_shared<OneBitLamb>(h);
 }
 
+std::shared_ptr<const Optimizer> make_onebit_lamb(const config::Optimizer& c) {
+  return OneBitLamb::from_config(c);
+}
+
 void OneBitLamb::to_config(config::Optimizer& out) const {
   // bias_correction and eps_inside_sqrt false: the only values it takes.
   out = config::Optimizer("OneBitLamb");
