@@ -48,6 +48,13 @@ double onebit_lamb_coeff_average(const OneBitLambHyper& h, double coeff_freeze, 
   return h.coeff_beta * coeff_freeze + (1.0 - h.coeff_beta) * ratio;
 }
 
+double onebit_lamb_sumsq(const float* m, std::size_t n) {
+  STRATA_CHECK(n == 0 || m, "optim", "OneBitLamb got a null buffer");
+  double ss = 0;
+  for (std::size_t e = 0; e < n; ++e) ss += static_cast<double>(m[e]) * m[e];
+  return ss;
+}
+
 void onebit_lamb_momentum(float* m, float* m_last, const float* grad, std::size_t n,
                           const OneBitLambHyper& h, float grad_scale, double scaling) {
   STRATA_CHECK(n == 0 || (m && m_last && grad), "optim", "OneBitLamb got a null buffer");

@@ -63,6 +63,10 @@ inline constexpr std::size_t kOneBitLambScalars = 3;  // floats per parameter, i
 // Warm-up: the running average after a trust ratio (unchanged when the ratio is exactly 1).
 double onebit_lamb_coeff_average(const OneBitLambHyper& h, double coeff_freeze, double ratio);
 
+// Sum of m² over n elements, one element after another in f64 (the first compressed update's
+// RMS of each momentum, which fixes its scaling).
+double onebit_lamb_sumsq(const float* m, std::size_t n);
+
 // Compressed phase, before the exchange: m_last = m; m = (f(b1)·m + f(1-b1)·(grad·grad_scale))
 // · f(scaling).
 void onebit_lamb_momentum(float* m, float* m_last, const float* grad, std::size_t n,

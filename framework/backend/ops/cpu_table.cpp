@@ -419,6 +419,46 @@ void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const 
                     trust_ratio, p16_or_null(param16), dt16_of(param16));
 }
 
+// 1-bit Adam's and LAMB's kernels on f32 views, the arguments the optimizers passed before.
+void onebit_momentum(const Tensor& m, const Tensor& grad, const optim::OneBitAdamHyper& h,
+                     float grad_scale) {
+  optim::onebit_momentum(f32(m), f32(grad), count(m), h, grad_scale);
+}
+
+void onebit_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                  const optim::OneBitAdamHyper& h, double lr, const Tensor& param16) {
+  optim::onebit_apply(f32(param), f32(m), f32(v), count(param), h, lr, p16_or_null(param16),
+                      dt16_of(param16));
+}
+
+void onebit_lamb_sumsq(const Tensor& m, const Tensor& out) {
+  f64(out)[0] += optim::onebit_lamb_sumsq(f32(m), count(m));
+}
+
+void onebit_lamb_momentum(const Tensor& m, const Tensor& m_last, const Tensor& grad,
+                          const optim::OneBitLambHyper& h, float grad_scale, double scaling) {
+  optim::onebit_lamb_momentum(f32(m), f32(m_last), f32(grad), count(m), h, grad_scale, scaling);
+}
+
+void onebit_lamb_after_exchange(const Tensor& m, const Tensor& m_last, const Tensor& v,
+                                const Tensor& v_fresh, const Tensor& param,
+                                const optim::OneBitLambHyper& h, double weight_decay,
+                                double scaling, const Tensor& out) {
+  const optim::OneBitLambSums s = optim::onebit_lamb_after_exchange(
+      f32(m), f32(m_last), f32(v), f32(v_fresh), f32(param), count(m), h, weight_decay, scaling);
+  double* o = f64(out);
+  o[0] += s.prelim_sq;
+  o[1] += s.update_sq;
+  o[2] = std::max(o[2], s.denom_ratio);
+}
+
+void onebit_lamb_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                       const optim::OneBitLambHyper& h, double weight_decay, double rate,
+                       const Tensor& param16) {
+  optim::onebit_lamb_apply(f32(param), f32(m), f32(v), count(param), h, weight_decay, rate,
+                           p16_or_null(param16), dt16_of(param16));
+}
+
 }  // namespace
 
 const OpTable& cpu_op_table() {

@@ -53,6 +53,12 @@ void check_complete(const OpTable& t) {
       STRATA_OP_ENTRY(adafactor_apply_vector),
       STRATA_OP_ENTRY(lamb_sums),
       STRATA_OP_ENTRY(lamb_apply),
+      STRATA_OP_ENTRY(onebit_momentum),
+      STRATA_OP_ENTRY(onebit_apply),
+      STRATA_OP_ENTRY(onebit_lamb_sumsq),
+      STRATA_OP_ENTRY(onebit_lamb_momentum),
+      STRATA_OP_ENTRY(onebit_lamb_after_exchange),
+      STRATA_OP_ENTRY(onebit_lamb_apply),
   };
 #undef STRATA_OP_ENTRY
   // One entry per function pointer of OpTable: a new op added there without a line here fails

@@ -232,6 +232,21 @@ void lamb_sums(const Tensor& param, const Tensor&, const Tensor&, const Tensor&,
 void lamb_apply(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const optim::LambHyper&,
                 float, double, double, const Tensor&) {}
 
+// 1-bit Adam's and LAMB's kernels read and write f32 operands (sums into f64 tensors): the CUDA
+// table has no kernels for them (its entries fail; the 1-bit optimizers refuse a GPU), and their
+// CPU kernels allocate nothing: nothing is charged.
+void onebit_momentum(const Tensor&, const Tensor&, const optim::OneBitAdamHyper&, float) {}
+void onebit_apply(const Tensor&, const Tensor&, const Tensor&, const optim::OneBitAdamHyper&,
+                  double, const Tensor&) {}
+void onebit_lamb_sumsq(const Tensor&, const Tensor&) {}
+void onebit_lamb_momentum(const Tensor&, const Tensor&, const Tensor&,
+                          const optim::OneBitLambHyper&, float, double) {}
+void onebit_lamb_after_exchange(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                const Tensor&, const optim::OneBitLambHyper&, double, double,
+                                const Tensor&) {}
+void onebit_lamb_apply(const Tensor&, const Tensor&, const Tensor&, const optim::OneBitLambHyper&,
+                       double, double, const Tensor&) {}
+
 }  // namespace
 
 void set_meta_cuda_queries(const MetaCudaQueries& q) { g_queries = q; }

@@ -175,6 +175,20 @@ void lamb_sums(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const
 void lamb_apply(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const optim::LambHyper&,
                 float, double, double, const Tensor&) {}
 
+// 1-bit Adam's and LAMB's kernels read and write f32 operands (sums into f64 tensors): the CPU's
+// allocate nothing, so nothing is charged.
+void onebit_momentum(const Tensor&, const Tensor&, const optim::OneBitAdamHyper&, float) {}
+void onebit_apply(const Tensor&, const Tensor&, const Tensor&, const optim::OneBitAdamHyper&,
+                  double, const Tensor&) {}
+void onebit_lamb_sumsq(const Tensor&, const Tensor&) {}
+void onebit_lamb_momentum(const Tensor&, const Tensor&, const Tensor&,
+                          const optim::OneBitLambHyper&, float, double) {}
+void onebit_lamb_after_exchange(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                const Tensor&, const optim::OneBitLambHyper&, double, double,
+                                const Tensor&) {}
+void onebit_lamb_apply(const Tensor&, const Tensor&, const Tensor&, const optim::OneBitLambHyper&,
+                       double, double, const Tensor&) {}
+
 }  // namespace
 
 const OpTable& meta_op_table() {

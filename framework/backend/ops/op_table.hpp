@@ -15,6 +15,8 @@
 #include "framework/optim/adamw8bit.hpp"
 #include "framework/optim/lamb.hpp"
 #include "framework/optim/lion.hpp"
+#include "framework/optim/onebit_adam.hpp"
+#include "framework/optim/onebit_lamb.hpp"
 #include "framework/optim/sgd.hpp"
 
 namespace strata::ops {
@@ -105,6 +107,22 @@ struct OpTable {
   void (*lamb_apply)(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                      const optim::LambHyper& h, float grad_scale, double step_size,
                      double trust_ratio, const Tensor& param16) = nullptr;
+  void (*onebit_momentum)(const Tensor& m, const Tensor& grad, const optim::OneBitAdamHyper& h,
+                          float grad_scale) = nullptr;
+  void (*onebit_apply)(const Tensor& param, const Tensor& m, const Tensor& v,
+                       const optim::OneBitAdamHyper& h, double lr,
+                       const Tensor& param16) = nullptr;
+  void (*onebit_lamb_sumsq)(const Tensor& m, const Tensor& out) = nullptr;
+  void (*onebit_lamb_momentum)(const Tensor& m, const Tensor& m_last, const Tensor& grad,
+                               const optim::OneBitLambHyper& h, float grad_scale,
+                               double scaling) = nullptr;
+  void (*onebit_lamb_after_exchange)(const Tensor& m, const Tensor& m_last, const Tensor& v,
+                                     const Tensor& v_fresh, const Tensor& param,
+                                     const optim::OneBitLambHyper& h, double weight_decay,
+                                     double scaling, const Tensor& out) = nullptr;
+  void (*onebit_lamb_apply)(const Tensor& param, const Tensor& m, const Tensor& v,
+                            const optim::OneBitLambHyper& h, double weight_decay, double rate,
+                            const Tensor& param16) = nullptr;
 };
 
 // The table for a device: the CPU backend's, or the CUDA backend's when this build has one
@@ -151,7 +169,8 @@ void check_complete(const OpTable& table);
   X(sgd_step) X(lion_step) X(adamw8bit_step) X(lion8bit_step) X(sum_squares_add)               \
   X(adafactor_sq_sums) X(adafactor_ema) X(adafactor_factors) X(adafactor_factored_sumsq)        \
   X(adafactor_vector_sumsq) X(adafactor_apply_factored) X(adafactor_apply_vector) X(lamb_sums)  \
-  X(lamb_apply)
+  X(lamb_apply) X(onebit_momentum) X(onebit_apply) X(onebit_lamb_sumsq) X(onebit_lamb_momentum)  \
+  X(onebit_lamb_after_exchange) X(onebit_lamb_apply)
 #define STRATA_OP_TABLE_SET_ENTRY(op) x.op = op;
 #define STRATA_OP_TABLE(table_name)                     \
   [] {                                                  \

@@ -617,4 +617,56 @@ void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const 
       .lamb_apply(param, grad, m, v, h, grad_scale, step_size, trust_ratio, param16);
 }
 
+void onebit_momentum(const Tensor& m, const Tensor& grad, const optim::OneBitAdamHyper& h,
+                     float grad_scale) {
+  const char* op = "onebit_momentum";
+  check_update(op, m, grad, {}, Tensor());
+  check_f32(op, "grad", grad);
+  table(op, {&m, &grad}).onebit_momentum(m, grad, h, grad_scale);
+}
+
+void onebit_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                  const optim::OneBitAdamHyper& h, double lr, const Tensor& param16) {
+  const char* op = "onebit_apply";
+  check_update(op, param, m, {{"v", &v}}, param16);
+  check_f32(op, "m", m);
+  table(op, {&param, &m, &v, &param16}).onebit_apply(param, m, v, h, lr, param16);
+}
+
+void onebit_lamb_sumsq(const Tensor& m, const Tensor& out) {
+  const char* op = "onebit_lamb_sumsq";
+  check_f32(op, "m", m);
+  check_f64(op, "out", out, 1);
+  table(op, {&m, &out}).onebit_lamb_sumsq(m, out);
+}
+
+void onebit_lamb_momentum(const Tensor& m, const Tensor& m_last, const Tensor& grad,
+                          const optim::OneBitLambHyper& h, float grad_scale, double scaling) {
+  const char* op = "onebit_lamb_momentum";
+  check_update(op, m, grad, {{"m_last", &m_last}}, Tensor());
+  check_f32(op, "grad", grad);
+  table(op, {&m, &m_last, &grad}).onebit_lamb_momentum(m, m_last, grad, h, grad_scale, scaling);
+}
+
+void onebit_lamb_after_exchange(const Tensor& m, const Tensor& m_last, const Tensor& v,
+                                const Tensor& v_fresh, const Tensor& param,
+                                const optim::OneBitLambHyper& h, double weight_decay,
+                                double scaling, const Tensor& out) {
+  const char* op = "onebit_lamb_after_exchange";
+  check_update(op, m, param, {{"m_last", &m_last}, {"v", &v}, {"v_fresh", &v_fresh}}, Tensor());
+  check_f32(op, "param", param);
+  check_f64(op, "out", out, 3);
+  table(op, {&m, &m_last, &v, &v_fresh, &param, &out})
+      .onebit_lamb_after_exchange(m, m_last, v, v_fresh, param, h, weight_decay, scaling, out);
+}
+
+void onebit_lamb_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                       const optim::OneBitLambHyper& h, double weight_decay, double rate,
+                       const Tensor& param16) {
+  const char* op = "onebit_lamb_apply";
+  check_update(op, param, m, {{"v", &v}}, param16);
+  check_f32(op, "m", m);
+  table(op, {&param, &m, &v, &param16}).onebit_lamb_apply(param, m, v, h, weight_decay, rate, param16);
+}
+
 }  // namespace strata::ops

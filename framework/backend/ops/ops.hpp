@@ -19,6 +19,8 @@
 #include "framework/optim/adamw8bit.hpp"
 #include "framework/optim/lamb.hpp"
 #include "framework/optim/lion.hpp"
+#include "framework/optim/onebit_adam.hpp"
+#include "framework/optim/onebit_lamb.hpp"
 #include "framework/optim/sgd.hpp"
 
 namespace strata::ops {
@@ -179,5 +181,31 @@ void lamb_sums(const Tensor& param, const Tensor& grad, const Tensor& m, const T
 void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                 const optim::LambHyper& h, float grad_scale, double step_size, double trust_ratio,
                 const Tensor& param16);
+
+// ---- 1-bit Adam's and 1-bit LAMB's compressed-phase kernels (framework/optim/onebit_*.hpp) ----
+// Every operand f32 of one length (param16 optional, bf16 or f16; out f64). The CUDA table has
+// no kernels for these yet: its entries fail naming the optimizer (the GPU jobs refuse the 1-bit
+// optimizers up front, parallel::gpu_refusal).
+// m = f(b1)·m + f(1-b1)·(grad·grad_scale).
+void onebit_momentum(const Tensor& m, const Tensor& grad, const optim::OneBitAdamHyper& h,
+                     float grad_scale);
+// param = param·f(1 - lr·wd) + (f(-lr)·m) / (sqrt(v) + f(eps)); param16 written when given.
+void onebit_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                  const optim::OneBitAdamHyper& h, double lr, const Tensor& param16);
+// out[0] += sum of m², one element after another (f64, out of 1 element).
+void onebit_lamb_sumsq(const Tensor& m, const Tensor& out);
+// m_last = m; m = (f(b1)·m + f(1-b1)·(grad·grad_scale))·f(scaling).
+void onebit_lamb_momentum(const Tensor& m, const Tensor& m_last, const Tensor& grad,
+                          const optim::OneBitLambHyper& h, float grad_scale, double scaling);
+// optim::onebit_lamb_after_exchange (m and v_fresh written): out (f64, 3 elements) gets
+// out[0] += prelim_sq, out[1] += update_sq, out[2] = max(out[2], denom_ratio).
+void onebit_lamb_after_exchange(const Tensor& m, const Tensor& m_last, const Tensor& v,
+                                const Tensor& v_fresh, const Tensor& param,
+                                const optim::OneBitLambHyper& h, double weight_decay,
+                                double scaling, const Tensor& out);
+// param = param - f(rate)·(m / (sqrt(v) + f(eps)) + f(wd)·param); param16 written when given.
+void onebit_lamb_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                       const optim::OneBitLambHyper& h, double weight_decay, double rate,
+                       const Tensor& param16);
 
 }  // namespace strata::ops

@@ -117,7 +117,7 @@ struct OptimizerSpec {
   HValues defaults() const;
 };
 
-// The registered optimizer types (hparams/registry.cpp), in the order messages list them.
+// The registered optimizer types (framework/optim/registry.def), in the order messages list them.
 std::span<const OptimizerSpec* const> optimizer_specs();
 // The spec of a type name in any letter case, or nullptr.
 const OptimizerSpec* find_optimizer_spec(std::string_view type);

@@ -48,6 +48,10 @@ std::shared_ptr<const Optimizer> Adafactor::from_config(const config::Optimizer&
   return std::make_shared<Adafactor>(h);
 }
 
+std::shared_ptr<const Optimizer> make_adafactor(const config::Optimizer& c) {
+  return Adafactor::from_config(c);
+}
+
 void Adafactor::to_config(config::Optimizer& out) const {
   out = config::Optimizer("Adafactor");
   out.params.set("lr", h_.lr);

@@ -55,4 +55,7 @@ class Adafactor final : public Optimizer {
   std::int64_t total_factored_ = 0;
 };
 
+// Its entry in framework/optim/registry.def: Adafactor::from_config.
+std::shared_ptr<const Optimizer> make_adafactor(const config::Optimizer& c);
+
 }  // namespace strata::optim

@@ -23,6 +23,10 @@ std::shared_ptr<const Optimizer> AdamW::from_config(const config::Optimizer& c) 
   return std::make_shared<AdamW>(h);
 }
 
+std::shared_ptr<const Optimizer> make_adamw(const config::Optimizer& c) {
+  return AdamW::from_config(c);
+}
+
 void AdamW::to_config(config::Optimizer& out) const {
   out = config::Optimizer("AdamW");
   adam_family_to_config(h_, out);

@@ -42,4 +42,7 @@ void adam_family_to_config(const Hyper& h, config::Optimizer& c) {
   c.params.set("weight_decay", h.weight_decay);
 }
 
+// Its entry in framework/optim/registry.def: AdamW::from_config.
+std::shared_ptr<const Optimizer> make_adamw(const config::Optimizer& c);
+
 }  // namespace strata::optim

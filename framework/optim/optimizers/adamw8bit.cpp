@@ -34,6 +34,10 @@ std::shared_ptr<const Optimizer> AdamW8bit::from_config(const config::Optimizer&
   return std::make_shared<AdamW8bit>(h);
 }
 
+std::shared_ptr<const Optimizer> make_adamw8bit(const config::Optimizer& c) {
+  return AdamW8bit::from_config(c);
+}
+
 void AdamW8bit::to_config(config::Optimizer& out) const {
   out = config::Optimizer("AdamW8bit");
   adam_family_to_config(h_, out);

@@ -24,4 +24,7 @@ class AdamW8bit final : public UnitStepOptimizer {
   AdamWHyper h_;
 };
 
+// Its entry in framework/optim/registry.def: AdamW8bit::from_config.
+std::shared_ptr<const Optimizer> make_adamw8bit(const config::Optimizer& c);
+
 }  // namespace strata::optim

@@ -49,6 +49,10 @@ std::shared_ptr<const Optimizer> Lamb::from_config(const config::Optimizer& c) {
   return std::make_shared<Lamb>(h);
 }
 
+std::shared_ptr<const Optimizer> make_lamb(const config::Optimizer& c) {
+  return Lamb::from_config(c);
+}
+
 void Lamb::to_config(config::Optimizer& out) const {
   out = config::Optimizer("Lamb");
   adam_family_to_config(h_, out);

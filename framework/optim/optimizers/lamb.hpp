@@ -34,4 +34,7 @@ class Lamb final : public Optimizer {
   std::vector<double> ratios_;
 };
 
+// Its entry in framework/optim/registry.def: Lamb::from_config.
+std::shared_ptr<const Optimizer> make_lamb(const config::Optimizer& c);
+
 }  // namespace strata::optim

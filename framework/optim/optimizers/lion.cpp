@@ -36,6 +36,10 @@ std::shared_ptr<const Optimizer> Lion::from_config(const config::Optimizer& c) {
   return std::make_shared<Lion>(lion_from_config(c));
 }
 
+std::shared_ptr<const Optimizer> make_lion(const config::Optimizer& c) {
+  return Lion::from_config(c);
+}
+
 void Lion::to_config(config::Optimizer& out) const {
   out = config::Optimizer("Lion");
   lion_to_config(h_, out);

@@ -29,4 +29,7 @@ class Lion final : public UnitStepOptimizer {
 LionHyper lion_from_config(const config::Optimizer& c);
 void lion_to_config(const LionHyper& h, config::Optimizer& out);
 
+// Its entry in framework/optim/registry.def: Lion::from_config.
+std::shared_ptr<const Optimizer> make_lion(const config::Optimizer& c);
+
 }  // namespace strata::optim

@@ -29,6 +29,10 @@ std::shared_ptr<const Optimizer> Lion8bit::from_config(const config::Optimizer& 
   return std::make_shared<Lion8bit>(lion_from_config(c));
 }
 
+std::shared_ptr<const Optimizer> make_lion8bit(const config::Optimizer& c) {
+  return Lion8bit::from_config(c);
+}
+
 void Lion8bit::to_config(config::Optimizer& out) const {
   out = config::Optimizer("Lion8bit");
   lion_to_config(h_, out);

@@ -25,4 +25,7 @@ class Lion8bit final : public UnitStepOptimizer {
   LionHyper h_;
 };
 
+// Its entry in framework/optim/registry.def: Lion8bit::from_config.
+std::shared_ptr<const Optimizer> make_lion8bit(const config::Optimizer& c);
+
 }  // namespace strata::optim

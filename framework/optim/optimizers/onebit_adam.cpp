@@ -34,6 +34,10 @@ std::shared_ptr<const Optimizer> OneBitAdam::from_config(const config::Optimizer
   return std::make_shared<OneBitAdam>(h);
 }
 
+std::shared_ptr<const Optimizer> make_onebit_adam(const config::Optimizer& c) {
+  return OneBitAdam::from_config(c);
+}
+
 void OneBitAdam::to_config(config::Optimizer& out) const {
   out = config::Optimizer("OneBitAdam");  // bias_correction false: the only value it takes
   adam_family_to_config(h_, out);
@@ -77,7 +81,9 @@ double OneBitAdam::step(StepContext& ctx, const StepArgs& a) {
 // Past freeze_step: each rank's own gradients into its momentum, the momenta averaged by the
 // compressed all-reduce (every parameter of every unit in one exchange), then the update with the
 // frozen second moment. Units are whole (stage 0) and their state stays acquired across the
-// exchange.
+// exchange. Every per-element pass is an ops:: entry (onebit_momentum, onebit_apply); the exchange
+// reads and writes the momenta and this rank's errors in host memory (the engine's
+// compressed_average).
 void OneBitAdam::frozen_step(StepContext& ctx, double lr, float grad_scale) {
   nn::ParamStore& store = ctx.store;
   train::OptimizerStateStore& states = ctx.states;
@@ -93,8 +99,8 @@ void OneBitAdam::frozen_step(StepContext& ctx, double lr, float grad_scale) {
       const nn::UnitLayout& l = store.layout(u);
       Tensor keep;
       const nn::GradShardScope g(store, u, false);
-      const float* grad = train::f32_grad(store, u, g.get(), keep);
-      onebit_momentum(s[0].data<float>(), grad, train::owned_numel(l), h, grad_scale);
+      const Tensor grad = train::f32_grad_tensor(store, u, g.get(), keep);
+      ops::onebit_momentum(s[0].slice(0, 0, grad.numel()), grad, h, grad_scale);
       const std::vector<ErrorSlot>& slots = slots_[u];
       for (std::size_t i = 0; i < l.params.size(); ++i)
         tensors.push_back({s[0].data<float>() + l.offsets[i],
@@ -107,17 +113,16 @@ void OneBitAdam::frozen_step(StepContext& ctx, double lr, float grad_scale) {
     for (std::size_t u = 0; u < store.num_units(); ++u) {
       train::UnitOptimizerState& s = *held[u];
       ValueSlice v(store, ctx.staging, u, /*dirty=*/true);
-      float* master = pd == DType::f32 ? v.get().data<float>() : s.master.data<float>();
-      auto* p16 = pd == DType::f32 ? nullptr : static_cast<std::uint16_t*>(v.get().raw());
+      const Tensor master = pd == DType::f32 ? v.get() : s.master;
+      const Tensor p16 = pd == DType::f32 ? Tensor() : v.get();
       const nn::UnitLayout& l = store.layout(u);
       for (std::size_t i = 0; i < l.params.size(); ++i) {
         // Weight decay only on parameters with >= 2 dims (declared `decay`), as AdamW.
         OneBitAdamHyper hh = h;
         if (!l.params[i]->decay) hh.weight_decay = 0;
-        const std::int64_t off = l.offsets[i];
-        onebit_apply(master + off, s[0].data<float>() + off, s[1].data<float>() + off,
-                     static_cast<std::size_t>(l.params[i]->shape.numel()), hh, lr,
-                     p16 ? p16 + off : nullptr, pd);
+        const std::int64_t off = l.offsets[i], end = off + l.params[i]->shape.numel();
+        auto part = [&](const Tensor& t) { return t.defined() ? t.slice(0, off, end) : Tensor(); };
+        ops::onebit_apply(part(master), part(s[0]), part(s[1]), hh, lr, part(p16));
       }
       v.finish();
     }

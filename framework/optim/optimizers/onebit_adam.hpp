@@ -31,4 +31,7 @@ class OneBitAdam final : public Optimizer {
   std::vector<std::vector<ErrorSlot>> slots_;  // per unit, per parameter
 };
 
+// Its entry in framework/optim/registry.def: OneBitAdam::from_config.
+std::shared_ptr<const Optimizer> make_onebit_adam(const config::Optimizer& c);
+
 }  // namespace strata::optim

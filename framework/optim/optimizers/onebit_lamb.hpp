@@ -47,4 +47,7 @@ class OneBitLamb final : public Optimizer {
   std::vector<double> coeffs_;
 };
 
+// Its entry in framework/optim/registry.def: OneBitLamb::from_config.
+std::shared_ptr<const Optimizer> make_onebit_lamb(const config::Optimizer& c);
+
 }  // namespace strata::optim

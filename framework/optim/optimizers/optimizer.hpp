@@ -3,7 +3,7 @@
 // the engine and what it refuses (Declaration), and its step over the owned slices. The Trainer,
 // ZeRO's partition, the state stores, the checkpointer, the memory formula and the planner read
 // the declaration; none of them names an optimizer. Each optimizer lives in its own file pair of
-// this folder and is listed once in registry.cpp.
+// this folder and is listed once, with its hyperparameters' spec, in framework/optim/registry.def.
 #pragma once
 
 #include <cstdint>

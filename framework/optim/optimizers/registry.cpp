@@ -1,29 +1,20 @@
+// The optimizer objects: the make column of framework/optim/registry.def (one line per
+// optimizer), each under its spec's name.
 #include "framework/optim/optimizers/registry.hpp"
 
-#include "framework/optim/optimizers/adafactor.hpp"
-#include "framework/optim/optimizers/adamw.hpp"
-#include "framework/optim/optimizers/adamw8bit.hpp"
-#include "framework/optim/optimizers/lamb.hpp"
-#include "framework/optim/optimizers/lion.hpp"
-#include "framework/optim/optimizers/lion8bit.hpp"
-#include "framework/optim/optimizers/onebit_adam.hpp"
-#include "framework/optim/optimizers/onebit_lamb.hpp"
-#include "framework/optim/optimizers/sgd.hpp"
+#include "framework/optim/hparams/hparams.hpp"
 
 namespace strata::optim {
 
+#define STRATA_OPTIMIZER(spec, make)                                   \
+  const OptimizerSpec& spec();                                         \
+  std::shared_ptr<const Optimizer> make(const config::Optimizer& c);
+#include "framework/optim/registry.def"
+
 std::span<const OptimizerEntry> registered_optimizers() {
   static const OptimizerEntry entries[] = {
-      {"AdamW", &AdamW::from_config},
-      {"Adam", &AdamW::from_config},  // AdamW semantics (adam_w_mode true, the config's rule)
-      {"SGD", &SGD::from_config},
-      {"AdamW8bit", &AdamW8bit::from_config},
-      {"Adafactor", &Adafactor::from_config},
-      {"Lamb", &Lamb::from_config},
-      {"OneBitAdam", &OneBitAdam::from_config},
-      {"OneBitLamb", &OneBitLamb::from_config},
-      {"Lion", &Lion::from_config},
-      {"Lion8bit", &Lion8bit::from_config},
+#define STRATA_OPTIMIZER(spec, make) {spec().name, &make},
+#include "framework/optim/registry.def"
   };
   return entries;
 }
@@ -31,8 +22,8 @@ std::span<const OptimizerEntry> registered_optimizers() {
 std::shared_ptr<const Optimizer> make_optimizer(const config::Optimizer& c) {
   for (const OptimizerEntry& e : registered_optimizers())
     if (e.type == c.type) return e.make(c);
-  fail("optim", "optimizer.type {} has no optimizer registered (framework/optim/optimizers/"
-       "registry.cpp)", c.type);
+  fail("optim", "optimizer.type {} has no optimizer registered (framework/optim/registry.def)",
+       c.type);
 }
 
 }  // namespace strata::optim

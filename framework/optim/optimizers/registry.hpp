@@ -1,7 +1,7 @@
 // The optimizers Strata has: each config optimizer.type (its hyperparameters declared in
 // framework/optim/hparams) and the function that makes its object from the config's optimizer
-// block. Adding an optimizer adds one line to registry.cpp (and its spec's line to
-// hparams/registry.cpp; a test checks the two lists agree).
+// block, both named by its one line of framework/optim/registry.def (which hparams/registry.cpp
+// reads too, for the specs alone).
 #pragma once
 
 #include <memory>

@@ -26,6 +26,10 @@ std::shared_ptr<const Optimizer> SGD::from_config(const config::Optimizer& c) {
   return std::make_shared<SGD>(h);
 }
 
+std::shared_ptr<const Optimizer> make_sgd(const config::Optimizer& c) {
+  return SGD::from_config(c);
+}
+
 void SGD::to_config(config::Optimizer& out) const {
   out = config::Optimizer("SGD");
   out.params.set("lr", h_.lr);

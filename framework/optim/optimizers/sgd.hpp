@@ -23,4 +23,7 @@ class SGD final : public UnitStepOptimizer {
   SGDHyper h_;
 };
 
+// Its entry in framework/optim/registry.def: SGD::from_config.
+std::shared_ptr<const Optimizer> make_sgd(const config::Optimizer& c);
+
 }  // namespace strata::optim

@@ -36,6 +36,10 @@ StepSums::StepSums(Device where, std::size_t n, const TensorOptions& work) {
   sums_ = where.is_cpu() ? host_view_ : step_scratch(where, len, DType::f64, work);
 }
 
+void StepSums::fetch() {
+  if (!sums_.device().is_cpu()) host_view_.copy_from(sums_);  // waits for the kernels
+}
+
 void StepSums::reduce(const train::ShardReductions& red, bool back) {
   const bool device = !sums_.device().is_cpu();
   if (device) host_view_.copy_from(sums_);  // waits for the kernels that wrote the sums

@@ -39,7 +39,10 @@ class StepSums {
   }
   // Every shard's sums added (red.sum_vector); `back`: the kernels read them again afterwards.
   void reduce(const train::ShardReductions& red, bool back);
-  // The reduced sums on the host (after reduce()).
+  // The sums on the host as the kernels left them, not added over the shards (1-bit LAMB's
+  // per-parameter sums: its units are whole on every rank).
+  void fetch();
+  // The reduced sums on the host (after reduce(), or fetch()).
   const std::vector<double>& host() const { return host_; }
 
  private:

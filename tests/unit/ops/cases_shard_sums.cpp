@@ -167,11 +167,77 @@ OpCase lamb_case() {
                  copy_combos());
 }
 
+// 1-bit Adam's and 1-bit LAMB's compressed-phase kernels: CPU and meta tables only (the CUDA
+// table's entries fail until their kernels are written; the jobs refuse these optimizers on a GPU).
+constexpr std::int64_t kOneBit = kVec * 20;  // two of the CPU kernels' chunks
+const char* const kOneBitNoCuda = "the 1-bit optimizers have no CUDA kernels yet";
+
+OpCase onebit_adam_case() {
+  optim::OneBitAdamHyper h;
+  h.weight_decay = 0.1;
+  OpCase c = op_case("onebit_adam",
+                     {{"param", Shape{kOneBit}, 'f', normal()},
+                      {"m", Shape{kOneBit}, 'f', normal(0.01)},
+                      {"v", Shape{kOneBit}, 'f', uniform(0.0, 1e-3)},
+                      {"param16", Shape{kOneBit}, 'h', unset(), /*copy_of=*/0},
+                      {"m_in", Shape{kOneBit}, 'f', normal(0.01)},
+                      {"grad", Shape{kOneBit}, 'f', normal(0.1)}},
+                     {effect("onebit_momentum", {4, 5}, {4},
+                             [h](const Tensors& t) { onebit_momentum(t[4], t[5], h, 0.5f); }),
+                      effect("onebit_apply", {0, 1, 2, 3}, {0, 3},
+                             [h](const Tensors& t) {
+                               onebit_apply(t[0], t[1], t[2], h, 1e-3, t[3]);
+                             })},
+                     copy_combos());
+  c.cpu_only = kOneBitNoCuda;
+  return c;
+}
+
+OpCase onebit_lamb_case() {
+  optim::OneBitLambHyper h;
+  h.weight_decay = 0.1;
+  OpCase c = op_case(
+      "onebit_lamb",
+      {{"param", Shape{kOneBit}, 'f', normal()},
+       {"m", Shape{kOneBit}, 'f', normal(0.01)},
+       {"v", Shape{kOneBit}, 'f', uniform(0.0, 1e-3)},
+       {"param16", Shape{kOneBit}, 'h', unset(), /*copy_of=*/0},
+       {"m_in", Shape{kOneBit}, 'f', normal(0.01)},
+       {"m_last_out", Shape{kOneBit}, 'f', unset()},
+       {"grad", Shape{kOneBit}, 'f', normal(0.1)},
+       {"m_ex", Shape{kOneBit}, 'f', normal(0.01)},
+       {"m_last", Shape{kOneBit}, 'f', normal(0.01)},
+       {"v_frozen", Shape{kOneBit}, 'f', uniform(1e-6, 1e-3)},
+       {"v_fresh", Shape{kOneBit}, 'f', uniform(1e-6, 1e-3)},
+       {"param_ex", Shape{kOneBit}, 'f', normal()}},
+      {scalar_call("onebit_lamb_sumsq", {1}, {},
+                   [](const Tensors& t) {
+                     const Tensor out = sums_on(where(t, {1}), 1, 0.5);
+                     onebit_lamb_sumsq(t[1], out);
+                     return read(out);
+                   }),
+       effect("onebit_lamb_momentum", {4, 5, 6}, {4, 5},
+              [h](const Tensors& t) { onebit_lamb_momentum(t[4], t[5], t[6], h, 0.5f, 1.5); }),
+       scalar_call("onebit_lamb_after_exchange", {7, 8, 9, 10, 11}, {7, 10},
+                   [h](const Tensors& t) {
+                     const Tensor out = sums_on(where(t, {7, 8, 9, 10, 11}), 3);
+                     onebit_lamb_after_exchange(t[7], t[8], t[9], t[10], t[11], h, 0.1, 1.5, out);
+                     return read(out);
+                   }),
+       effect("onebit_lamb_apply", {0, 1, 2, 3}, {0, 3},
+              [h](const Tensors& t) { onebit_lamb_apply(t[0], t[1], t[2], h, 0.1, 2e-3, t[3]); })},
+      copy_combos());
+  c.cpu_only = kOneBitNoCuda;
+  return c;
+}
+
 }  // namespace
 
 std::vector<OpCase> shard_sum_cases() {
-  return {sum_squares_add_case(), sq_sums_case(), ema_case(),    factors_case(),
-          factored_sumsq_case(),  apply_factored_case(), vector_case(), lamb_case()};
+  return {sum_squares_add_case(), sq_sums_case(),         ema_case(),
+          factors_case(),         factored_sumsq_case(),  apply_factored_case(),
+          vector_case(),          lamb_case(),            onebit_adam_case(),
+          onebit_lamb_case()};
 }
 
 }  // namespace strata::ops::test

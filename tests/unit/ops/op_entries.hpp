@@ -56,7 +56,13 @@ inline std::vector<OpEntry> op_entries() {
           STRATA_TEST_OP_ENTRY(adafactor_apply_factored),
           STRATA_TEST_OP_ENTRY(adafactor_apply_vector),
           STRATA_TEST_OP_ENTRY(lamb_sums),
-          STRATA_TEST_OP_ENTRY(lamb_apply)};
+          STRATA_TEST_OP_ENTRY(lamb_apply),
+          STRATA_TEST_OP_ENTRY(onebit_momentum),
+          STRATA_TEST_OP_ENTRY(onebit_apply),
+          STRATA_TEST_OP_ENTRY(onebit_lamb_sumsq),
+          STRATA_TEST_OP_ENTRY(onebit_lamb_momentum),
+          STRATA_TEST_OP_ENTRY(onebit_lamb_after_exchange),
+          STRATA_TEST_OP_ENTRY(onebit_lamb_apply)};
 }
 #undef STRATA_TEST_OP_ENTRY
 

@@ -144,6 +144,9 @@ struct OpCase {
   // saved lse/mean/rstd/out a backward takes.
   std::function<void(const Tensors&)> prepare;
   bool large = false;  // big enough to cross the CPU table's row blocks
+  // Why only the CPU (and meta) tables have kernels for it ("" = every backend): the other
+  // backends' tests skip, saying so.
+  std::string cpu_only;
 };
 
 // A case from its parts, in OpCase's order.

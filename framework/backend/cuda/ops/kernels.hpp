@@ -13,6 +13,7 @@
 //                     the CPU's arithmetic and block-wise 8-bit quantization)
 //   adafactor.cu      sum_squares_add, adafactor_* (bitwise the CPU's sums and updates)
 //   lamb.cu           lamb_sums, lamb_apply (bitwise the CPU's)
+//   onebit_op.cpp     onebit_* (no kernels yet: each fails naming the optimizer and the fix)
 // Arguments arrive checked by ops.cpp (shapes, dtypes, one CUDA device, contiguous). Every kernel
 // is queued on the current stream of that device; ops that return a host value wait for it.
 #pragma once
@@ -26,6 +27,8 @@
 #include "framework/optim/adamw8bit.hpp"
 #include "framework/optim/lamb.hpp"
 #include "framework/optim/lion.hpp"
+#include "framework/optim/onebit_adam.hpp"
+#include "framework/optim/onebit_lamb.hpp"
 #include "framework/optim/sgd.hpp"
 
 namespace strata::cuda_ops {
@@ -105,5 +108,19 @@ void lamb_sums(const Tensor& param, const Tensor& grad, const Tensor& m, const T
 void lamb_apply(const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                 const optim::LambHyper& h, float grad_scale, double step_size, double trust_ratio,
                 const Tensor& param16);
+void onebit_momentum(const Tensor& m, const Tensor& grad, const optim::OneBitAdamHyper& h,
+                     float grad_scale);
+void onebit_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                  const optim::OneBitAdamHyper& h, double lr, const Tensor& param16);
+void onebit_lamb_sumsq(const Tensor& m, const Tensor& out);
+void onebit_lamb_momentum(const Tensor& m, const Tensor& m_last, const Tensor& grad,
+                          const optim::OneBitLambHyper& h, float grad_scale, double scaling);
+void onebit_lamb_after_exchange(const Tensor& m, const Tensor& m_last, const Tensor& v,
+                                const Tensor& v_fresh, const Tensor& param,
+                                const optim::OneBitLambHyper& h, double weight_decay,
+                                double scaling, const Tensor& out);
+void onebit_lamb_apply(const Tensor& param, const Tensor& m, const Tensor& v,
+                       const optim::OneBitLambHyper& h, double weight_decay, double rate,
+                       const Tensor& param16);
 
 }  // namespace strata::cuda_ops
