@@ -91,6 +91,36 @@ EMU_TEST("gelu", backward_every_mix) {
   expect_ok("gelu n=0");
 }
 
+EMU_TEST("gelu", misaligned_views_same_bits) {
+  // map8.cuh's two paths (8 elements a thread with 16-byte accesses when every operand is
+  // 16-byte aligned, one a thread otherwise) compute each element with the same code: a view one
+  // element into its buffer gives the same bits as an aligned one.
+  std::mt19937 g(13);
+  for (std::int64_t n : {std::int64_t{9}, std::int64_t{263}})
+    for (DT xd : kFloatDTs)
+      for (DT dd : kFloatDTs) {
+        const HostArr x = convert_arr(gelu_inputs(n, g), xd);
+        const HostArr dy = random_arr(DT::f32, n, g);
+        const std::string what = fmt("gelu %s->%s n=%lld", name(xd), name(dd), static_cast<long long>(n));
+        std::vector<HostArr> got;
+        for (std::size_t shift : {std::size_t{0}, size_of(xd)}) {
+          DevBuf bx(x.bytes.size() + 16), bg(dy.bytes.size() + 16),
+              by(static_cast<std::size_t>(n) * size_of(dd) + 16),
+              bd(static_cast<std::size_t>(n) * size_of(dd) + 16);
+          bx.upload(x, shift);
+          bg.upload(dy);
+          const void* px = static_cast<char*>(bx.get()) + shift;
+          launch_gelu_forward(px, xd, by.get(), dd, n, nullptr);
+          launch_gelu_backward(px, xd, bg.get(), DT::f32, bd.get(), dd, n, nullptr);
+          expect_ok(what);
+          got.push_back(by.download(dd, n));
+          got.push_back(bd.download(dd, n));
+        }
+        expect_bits(what + " forward", got[2], got[0]);
+        expect_bits(what + " backward", got[3], got[1]);
+      }
+}
+
 EMU_TEST("gelu", non_finite_inputs) {
   // +inf -> +inf and NaN -> NaN on both; -inf: the GPU's exact expf gives inf * 0 = NaN, the
   // CPU's exp (clamped at 88.3) a finite tiny s and -inf: reported, not compared.

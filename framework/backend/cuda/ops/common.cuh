@@ -62,6 +62,21 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
   return warp_max(v);
 }
 
+// A run-time dtype as a type: with_dt(dt, [&](auto t) { f<decltype(t)::value>(...); }).
+template <DT T>
+struct DtTag {
+  static constexpr DT value = T;
+};
+
+template <class F>
+void with_dt(DT t, F&& f) {
+  switch (t) {
+    case DT::bf16: f(DtTag<DT::bf16>{}); break;
+    case DT::f16: f(DtTag<DT::f16>{}); break;
+    default: f(DtTag<DT::f32>{}); break;
+  }
+}
+
 // The dynamic shared memory a kernel may use without opting in.
 inline constexpr std::size_t kStaticSmemLimit = 48 * 1024;
 

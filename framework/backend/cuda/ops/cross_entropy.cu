@@ -1,6 +1,6 @@
 // Cross-entropy kernels (cross_entropy.hpp): one block per row of logits [N, V] (rows are long:
 // V up to ~50k), each thread reading columns threadIdx.x, threadIdx.x + kRowThreads, ... (coalesced
-// across the block) through the runtime-dtype load()/store() of half_hd.hpp. Reductions over a
+// across the block) through half_hd.hpp's load()/store() with the dtypes as template arguments. Reductions over a
 // row are per-thread partials in that fixed column order followed by common.cuh's fixed-order
 // block_max/block_sum; the forward's total is one block summing per-row losses in double. No
 // atomics on floats: every output is the same bits run after run.
@@ -37,23 +37,25 @@ __device__ __forceinline__ std::int64_t local_target(std::int32_t t, std::int64_
 }
 
 // max_j x[base + j] over the block (every thread gets it). Uniform: all threads must call.
-__device__ __forceinline__ float row_max_of(const void* x, DT dt, std::int64_t base, std::int64_t V,
+template <DT T>
+__device__ __forceinline__ float row_max_of(const void* x, std::int64_t base, std::int64_t V,
                                             float* scratch) {
   float m = -INFINITY;
-  for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x) m = fmaxf(m, load(x, dt, base + j));
+  for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x) m = fmaxf(m, load(x, T, base + j));
   return block_max(m, scratch);
 }
 
 // ---- forward: lse and per-row losses ------------------------------------------------------
+template <DT ldt>
 __global__ void __launch_bounds__(kRowThreads)
-    ce_forward_rows_kernel(const void* logits, DT ldt, const std::int32_t* targets, float* lse,
+    ce_forward_rows_kernel(const void* logits, const std::int32_t* targets, float* lse,
                            double* row_loss, std::int64_t N, std::int64_t V) {
   __shared__ float scratch[32];
   // The loop bound is the same for every thread of the block, so the block reductions inside
   // (which hold __syncthreads) are reached by all of them.
   for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const std::int64_t base = r * V;
-    const float m = row_max_of(logits, ldt, base, V, scratch);
+    const float m = row_max_of<ldt>(logits, base, V, scratch);
     float s = 0.0f;
     for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x)
       s = __fadd_rn(s, expf(__fsub_rn(load(logits, ldt, base + j), m)));
@@ -106,9 +108,10 @@ __global__ void __launch_bounds__(kTotalThreads)
 // Purely elementwise given lse[r] and the target: each thread reads x[r, j] and then writes
 // dlogits[r, j] for its own columns only, so dlogits may alias logits. No block reductions (and
 // so no __syncthreads): the early `continue` of an ignored row is safe.
+template <DT ldt, DT ddt>
 __global__ void __launch_bounds__(kRowThreads)
-    ce_backward_kernel(const void* logits, DT ldt, const float* lse, const std::int32_t* targets,
-                       std::int64_t vocab_start, float scale, void* dlogits, DT ddt, std::int64_t N,
+    ce_backward_kernel(const void* logits, const float* lse, const std::int32_t* targets,
+                       std::int64_t vocab_start, float scale, void* dlogits, std::int64_t N,
                        std::int64_t V) {
   for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const std::int64_t base = r * V;
@@ -130,11 +133,12 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 // ---- vocabulary-parallel pieces -------------------------------------------------------------
+template <DT ldt>
 __global__ void __launch_bounds__(kRowThreads)
-    row_max_kernel(const void* logits, DT ldt, float* out, std::int64_t N, std::int64_t V) {
+    row_max_kernel(const void* logits, float* out, std::int64_t N, std::int64_t V) {
   __shared__ float scratch[32];
   for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
-    const float m = row_max_of(logits, ldt, r * V, V, scratch);
+    const float m = row_max_of<ldt>(logits, r * V, V, scratch);
     if (threadIdx.x == 0) out[r] = m;
   }
 }
@@ -172,8 +176,10 @@ void launch_cross_entropy_forward(const void* logits, DT ldt, const std::int32_t
                                   float* lse, double* row_loss, double* result, std::int64_t N,
                                   std::int64_t V, cudaStream_t s) {
   if (N <= 0) return;
-  ce_forward_rows_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(logits, ldt, targets, lse, row_loss,
-                                                               N, V);
+  with_dt(ldt, [&](auto L) {
+    ce_forward_rows_kernel<decltype(L)::value><<<row_blocks(N), kRowThreads, 0, s>>>(
+        logits, targets, lse, row_loss, N, V);
+  });
   ce_total_kernel<<<1, kTotalThreads, 0, s>>>(row_loss, targets, N, V, result);
 }
 
@@ -182,14 +188,20 @@ void launch_cross_entropy_backward(const void* logits, DT ldt, const float* lse,
                                    float scale, void* dlogits, DT ddt, std::int64_t N,
                                    std::int64_t V, cudaStream_t s) {
   if (N <= 0 || V <= 0) return;
-  ce_backward_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(logits, ldt, lse, targets, vocab_start,
-                                                           scale, dlogits, ddt, N, V);
+  with_dt(ldt, [&](auto L) {
+    with_dt(ddt, [&](auto D) {
+      ce_backward_kernel<decltype(L)::value, decltype(D)::value><<<row_blocks(N), kRowThreads, 0, s>>>(
+          logits, lse, targets, vocab_start, scale, dlogits, N, V);
+    });
+  });
 }
 
 void launch_row_max(const void* logits, DT ldt, float* out, std::int64_t N, std::int64_t V,
                     cudaStream_t s) {
   if (N <= 0) return;
-  row_max_kernel<<<row_blocks(N), kRowThreads, 0, s>>>(logits, ldt, out, N, V);
+  with_dt(ldt, [&](auto L) {
+    row_max_kernel<decltype(L)::value><<<row_blocks(N), kRowThreads, 0, s>>>(logits, out, N, V);
+  });
 }
 
 void launch_row_sum_exp(const void* logits, DT ldt, const float* max, float* out, std::int64_t N,

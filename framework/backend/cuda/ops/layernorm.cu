@@ -7,8 +7,8 @@
 //   backward dw/db: blocks of 32 columns x 8 row lanes over a strip of rows: each thread sums
 //                   its column over the rows ty, ty + 8, ... of the strip, the 8 row lanes are
 //                   combined in order through shared memory into partial[strip][dw|db][C]; a
-//                   second kernel (one thread per column) sums the strips in order and adds the
-//                   total into dw/db once.
+//                   second kernel (32 columns x 16 strip lanes a block) sums the strips in a
+//                   fixed order and adds the total into dw/db once.
 // Every sum has a fixed order that depends on N and C only: the results are the same bits run
 // after run. No atomics.
 #include "framework/backend/cuda/ops/common.cuh"
@@ -21,7 +21,7 @@ constexpr int kRowWarps = 8;                     // rows per block in the row ke
 constexpr unsigned kRowThreads = 32 * kRowWarps;  // 256
 constexpr int kColTile = 32;                     // columns per block of the dw/db partial kernel
 constexpr int kRowLanes = 8;                     // row lanes per block of that kernel
-constexpr unsigned kFinalThreads = 256;
+constexpr int kFinalLanes = 16;                  // strip lanes per block of the final kernel
 
 // Blocks for the warp-per-row kernels (they stride over the rest of the rows).
 unsigned row_blocks(std::int64_t N) {
@@ -136,18 +136,39 @@ __global__ void __launch_bounds__(kColTile* kRowLanes)
   }
 }
 
-// One thread per column: the strips' partial sums in strip order, then dw[c] = round(dw[c] + total)
-// (f32: exactly dw[c] += total).
-__global__ void layernorm_dwdb_final_kernel(const float* partial, std::int64_t strips, int C,
-                                            void* dw, DT dwdt, void* db, DT dbdt) {
-  STRATA_GRID_STRIDE(c, C) {
+// Block (kColTile, kFinalLanes), a column tile per block (striding over the tiles): thread (tx, ty)
+// sums strips ty, ty + kFinalLanes, ... of its column in order, row lane 0 adds the kFinalLanes
+// sums in order, then dw[c] = round(dw[c] + total) (f32: exactly dw[c] += total). (One thread per
+// column summing all strips left a 768-wide LayerNorm 3 blocks: 30 us a call on an H200.)
+__global__ void __launch_bounds__(kColTile* kFinalLanes)
+    layernorm_dwdb_final_kernel(const float* partial, std::int64_t strips, int C, void* dw,
+                                DT dwdt, void* db, DT dbdt) {
+  __shared__ float sh_w[kFinalLanes][kColTile];
+  __shared__ float sh_b[kFinalLanes][kColTile];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const std::int64_t tiles = (static_cast<std::int64_t>(C) + kColTile - 1) / kColTile;
+  for (std::int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {  // uniform per block
+    const std::int64_t c = tile * kColTile + tx;
     float tw = 0.0f, tb = 0.0f;
-    for (std::int64_t k = 0; k < strips; ++k) {
-      tw += partial[(k * 2) * C + c];
-      tb += partial[(k * 2 + 1) * C + c];
+    if (c < C) {
+      for (std::int64_t k = ty; k < strips; k += kFinalLanes) {
+        tw += partial[(k * 2) * C + c];
+        tb += partial[(k * 2 + 1) * C + c];
+      }
     }
-    if (dw) store(dw, dwdt, c, __fadd_rn(load(dw, dwdt, c), tw));
-    if (db) store(db, dbdt, c, __fadd_rn(load(db, dbdt, c), tb));
+    sh_w[ty][tx] = tw;
+    sh_b[ty][tx] = tb;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+      float sw = 0.0f, sb = 0.0f;
+      for (int k = 0; k < kFinalLanes; ++k) {
+        sw += sh_w[k][tx];
+        sb += sh_b[k][tx];
+      }
+      if (dw) store(dw, dwdt, c, __fadd_rn(load(dw, dwdt, c), sw));
+      if (db) store(db, dbdt, c, __fadd_rn(load(db, dbdt, c), sb));
+    }
+    __syncthreads();  // the next tile writes sh_w/sh_b
   }
 }
 
@@ -180,9 +201,10 @@ void launch_layernorm_backward(const void* dy, DT dydt, const void* x, DT xdt, c
                                                                      mean, rstd, dx, dxdt, N, C,
                                                                      1.0f / static_cast<float>(C));
   if (grads) {
-    const std::int64_t cb = (static_cast<std::int64_t>(C) + kFinalThreads - 1) / kFinalThreads;
-    layernorm_dwdb_final_kernel<<<static_cast<unsigned>(cb > 65535 ? 65535 : cb), kFinalThreads, 0,
-                                  s>>>(partial, strip_count(N), C, dw, dwdt, db, dbdt);
+    const std::int64_t tiles = (static_cast<std::int64_t>(C) + kColTile - 1) / kColTile;
+    layernorm_dwdb_final_kernel<<<static_cast<unsigned>(tiles > 65535 ? 65535 : tiles),
+                                  dim3(kColTile, kFinalLanes), 0, s>>>(partial, strip_count(N), C,
+                                                                        dw, dwdt, db, dbdt);
   }
 }
 

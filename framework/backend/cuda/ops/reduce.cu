@@ -24,11 +24,6 @@ __host__ __device__ constexpr int per_chunk(DT dt) {
   return dt == DT::f32 ? 4 : 8;
 }
 
-std::int64_t chunks_of(std::int64_t n, DT dt) {
-  const int per = per_chunk(dt);
-  return (n + per - 1) / per;
-}
-
 // The grid: sum_squares_partials (workspace_sizes.hpp), the workspace the op layer and the plan
 // size with it.
 static_assert(kThreads == kSumSquaresThreads && kMaxBlocks == kSumSquaresMaxBlocks &&
