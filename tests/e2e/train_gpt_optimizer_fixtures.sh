@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Checkpoints written by each optimizer before optimizers became objects (tests/fixtures/
-# optimizer_checkpoints: step 2 of a 4-step run on 2 ranks, bf16, ZeRO-1 or, for the 1-bit ones,
-# stage 0 past freeze_step) still load: train_gpt resumes each on 2 ranks, its steps 3 and 4 have
-# the old run's losses and gradient norms, and its step-4 checkpoint has the old one's datasets,
-# slices, data checksums and file layout (the same names, the same bytes).
+# Checkpoints written by earlier trees still load: each optimizer's from before optimizers became
+# objects (tests/fixtures/optimizer_checkpoints: step 2 of a 4-step run on 2 ranks, bf16, ZeRO-1
+# or, for the 1-bit ones, stage 0 past freeze_step; format 2), and format 3's (tests/fixtures/
+# format_checkpoints: tensor parallel 2). For each folder of FIXTURES: train_gpt resumes it on 2
+# ranks, its steps 3 and 4 have the old run's losses and gradient norms, and its step-4
+# checkpoint has the old one's datasets, slices, data checksums and file layout (the same names,
+# the same bytes). A FIXTURES folder without any fixture fails.
 # usage: train_gpt_optimizer_fixtures.sh STRATA TRAIN_GPT MPIEXEC FIXTURES
 set -u
 here=$(dirname "$0")
@@ -11,7 +13,10 @@ here=$(dirname "$0")
 tiny_job optimizer_fixtures "$1"
 train_gpt="$2" mpiexec="$3" fixtures="$4"
 
+count=0
 for dir in "$fixtures"/*/; do
+  [[ -f "$dir/config.json" ]] || continue
+  count=$((count + 1))
   name=$(basename "$dir")
   mkdir -p "$work/$name/ck/step_00000002"
   for f in "$dir"/step_00000002/*.gz; do
@@ -46,4 +51,5 @@ sys.exit(1 if bad else 0)
 PY
   echo "$name: steps 3-4 and the step-4 checkpoint as before"
 done
-echo "PASS"
+((count > 0)) || die "no fixture (a folder with config.json) in $fixtures"
+echo "PASS ($count fixtures)"
