@@ -1,6 +1,7 @@
 // Tensor and pipeline parallelism together (3D: dp x tp x pp). tp = 2 parts inside each of pp = 2
 // stages (and dp = N / 4 replicas, at every ZeRO stage) compute the same model as one rank: over
-// 10 steps every loss within 1e-6 relative (gradient norms within 1e-5) of tp = pp = 1 over the dp
+// 10 steps (also with sequence parallelism, at ZeRO 1) every loss within 1e-6 relative (gradient
+// norms within 1e-5) of tp = pp = 1 over the dp
 // ranks of this rank's (tp, pp) position fed the same micro-batches (and every loss within 1e-6
 // of literally one rank with the whole global batch, whose weights are within 1e-5), the final
 // fp32 masters
@@ -30,10 +31,16 @@ nn::GptConfig gpt_3d() {
   return c;
 }
 
-class TensorPipeline : public ::testing::TestWithParam<int> {};  // the ZeRO stage
+struct PipeCase {
+  int zero;         // the ZeRO stage
+  bool sp = false;  // sequence parallelism
+};
+
+class TensorPipeline : public ::testing::TestWithParam<PipeCase> {};
 
 TEST_P(TensorPipeline, ThreeDMatchesOneRankLayout) {
-  const int zero = GetParam();
+  const int zero = GetParam().zero;
+  const bool sp = GetParam().sp;
   const SingleThreaded one_thread;
   const auto& w = world();
   if (w.size() % 4 != 0) GTEST_SKIP() << "tp 2 x pp 2 needs a multiple of 4 ranks";
@@ -45,6 +52,7 @@ TEST_P(TensorPipeline, ThreeDMatchesOneRankLayout) {
   o.max_grad_norm = 0.5;
   config::Config cfg = tp_config(o, b, m, zero, tp);
   cfg.strata.pipeline_parallel_size = pp;
+  cfg.strata.sequence_parallel = sp;
   Replica par(c, cfg, w);
   // And literally one rank with the whole global batch (dp x b rows per micro-batch).
   Replica one(c, tp_config(o, dp * b, m, 0, 1), w.split(w.rank(), 0, "one3d"));
@@ -82,10 +90,10 @@ TEST_P(TensorPipeline, ThreeDMatchesOneRankLayout) {
   const auto worst = w.all_reduce_values(std::array<double, 2>{cmp.worst_rel_l2, cmp.key_bias_abs},
                                          parallel::ReduceOp::max);
   if (w.rank() == 0)
-    std::printf("dp=%d tp=%d pp=%d ZeRO %d: worst loss rel %.2e, grad norm rel %.2e, weights "
+    std::printf("dp=%d tp=%d%s pp=%d ZeRO %d: worst loss rel %.2e, grad norm rel %.2e, weights "
                 "worst rel L2 of a parameter %.2e (key biases: max abs diff %.1e); against one "
                 "rank: loss %.2e, weights %.2e\n",
-                dp, tp, pp, zero, agree.worst_loss, agree.worst_norm, worst[0], worst[1],
+                dp, tp, sp ? " (sequence parallel)" : "", pp, zero, agree.worst_loss, agree.worst_norm, worst[0], worst[1],
                 worst_one, cmp_one.worst_rel_l2);
   EXPECT_LT(cmp.worst_rel_l2, 1e-5) << cmp.worst;
   EXPECT_LT(cmp_one.worst_rel_l2, 1e-5) << cmp_one.worst << " against one rank";
@@ -94,8 +102,12 @@ TEST_P(TensorPipeline, ThreeDMatchesOneRankLayout) {
       << "replicated parameters differ between tensor-parallel parts";
 }
 
-INSTANTIATE_TEST_SUITE_P(ZeroStages, TensorPipeline, ::testing::Values(0, 1, 2, 3),
-                         [](const auto& i) { return "zero" + std::to_string(i.param); });
+INSTANTIATE_TEST_SUITE_P(ZeroStages, TensorPipeline,
+                         ::testing::Values(PipeCase{0}, PipeCase{1}, PipeCase{2}, PipeCase{3},
+                                           PipeCase{1, true}),
+                         [](const auto& i) {
+                           return "zero" + std::to_string(i.param.zero) + (i.param.sp ? "_sp" : "");
+                         });
 
 // Model-state bytes per rank follow ZeRO's formula over what the rank holds: its stage's
 // parameters, split parameters as its tensor-parallel part (bf16 parameters and gradients, fp32
