@@ -1,7 +1,7 @@
 // The bytes a tensor-parallel GPT moves over its tp group per step are the formula's
-// (nn::gpt_tp_traffic, by kind: all-reduce, all-gather, reduce-scatter): tp = 2 (and tp = 4 on 4
-// ranks), alone and inside pp = 2 stages, with and without activation checkpointing, f32 and bf16
-// activations, with and without sequence parallelism, over a step of 3 micro-batches — what each
+// (nn::gpt_tp_traffic, by kind: all-reduce, all-gather, reduce-scatter): tp = 2, alone and inside
+// pp = 2 stages, with and without activation checkpointing, f32 and bf16 activations (and tp = 4
+// on 4 ranks: f32, pp 1, no checkpointing), with and without sequence parallelism, over a step of 3 micro-batches — what each
 // rank's communicator counted equals the formula for the blocks its stage runs, exactly.
 #include <gtest/gtest.h>
 
@@ -36,6 +36,7 @@ TEST(TensorComm, BytesPerStepAreTheFormulas) {
       if (w.size() % (tp * pp) != 0) continue;
       for (bool ckpt : {false, true})
         for (DType dt : {DType::f32, DType::bf16}) {
+          if (tp == 4 && (pp > 1 || ckpt || dt != DType::f32)) continue;  // (test time)
           nn::TpTraffic per_sp[2];
           std::string act_name;
           for (bool sp : {false, true}) {

@@ -23,7 +23,8 @@ std::uint64_t activation_peak(const config::Config& cfg, int ranks) {
 TEST(PlanSequenceParallel, ActivationBytesPerLayerAreTheFormula) {
   const int s = 1024, h = 1024, a = 16;
   std::printf("| tp | activations | sequence parallel | one block, planned (ledger) | Strata's "
-              "formula | Megatron's formula | Strata / Megatron |\n");
+              "formula | Megatron, full | ledger / full | Megatron, selective recompute | ledger / "
+              "selective |\n");
   for (int tp : {1, 2, 4})
     for (const char* dtype : {"f32", "bf16"})
       for (bool sp : {false, true}) {
@@ -37,9 +38,9 @@ TEST(PlanSequenceParallel, ActivationBytesPerLayerAreTheFormula) {
             fmt::format("strata.model.block_size={}", s), "strata.model.vocab_size=1024"};
         if (std::string(dtype) == "bf16") sets.push_back("bf16.enabled=true");
         sets.push_back("strata.model.n_layer=2");
-        const config::Config two = plan_test::gpt_config(sets, tp);
+        const config::Config two = plan_test::gpt_config(sets);
         sets.push_back("strata.model.n_layer=3");
-        const config::Config three = plan_test::gpt_config(sets, tp);
+        const config::Config three = plan_test::gpt_config(sets);
         const auto got = static_cast<std::int64_t>(activation_peak(three, tp)) -
                          static_cast<std::int64_t>(activation_peak(two, tp));
         const DType act = train::activation_dtype(two);
@@ -47,15 +48,17 @@ TEST(PlanSequenceParallel, ActivationBytesPerLayerAreTheFormula) {
             train::gpt_config(two), nn::TpShard{0, tp, sp}, s, act);
         EXPECT_EQ(got, want);
         // Megatron's (16-bit activations; f32 doubles it): sbh(34 + 5as/h)/t with sequence
-        // parallelism (or tp = 1), sbh(10 + 24/t + 5as/(ht)) with tp alone.
-        const double sbh = static_cast<double>(s) * h, t = tp;
-        const double per = sp || tp == 1 ? (34.0 + 5.0 * a * s / h) / t
-                                         : 10.0 + 24.0 / t + 5.0 * a * s / (h * t);
-        const double megatron = sbh * per * static_cast<double>(dtype_size(act)) / 2.0;
-        std::printf("| %d | %s | %s | %lld | %lld | %.0f | %.3f |\n", tp,
+        // parallelism (or tp = 1), sbh(10 + 24/t + 5as/(ht)) with tp alone; with selective
+        // recomputation (no s² term) sbh·34/t and sbh(10 + 24/t).
+        const double sbh = static_cast<double>(s) * h, t = tp, scale = dtype_size(act) / 2.0;
+        const bool split = sp || tp == 1;
+        const double full = sbh * scale *
+                            (split ? (34.0 + 5.0 * a * s / h) / t : 10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+        const double selective = sbh * scale * (split ? 34.0 / t : 10.0 + 24.0 / t);
+        std::printf("| %d | %s | %s | %lld | %lld | %.0f | %.3f | %.0f | %.3f |\n", tp,
                     std::string(dtype_name(act)).c_str(), sp ? "on" : "off",
-                    static_cast<long long>(got), static_cast<long long>(want), megatron,
-                    static_cast<double>(got) / megatron);
+                    static_cast<long long>(got), static_cast<long long>(want), full,
+                    static_cast<double>(got) / full, selective, static_cast<double>(got) / selective);
       }
 }
 
@@ -64,16 +67,16 @@ using parallel::plan::Recommendation;
 TEST(PlanSequenceParallel, RecommendProposesItWhenThatIsWhatFits) {
   const std::vector<std::string> base = {"strata.tensor_parallel_size=2",
                                          "train_micro_batch_size_per_gpu=8"};
-  const config::Config cfg = plan_test::gpt_config(base, 2);
+  const config::Config cfg = plan_test::gpt_config(base);
   auto with_sp = base;
   with_sp.push_back("strata.sequence_parallel=true");
-  const auto sp_plan = parallel::plan::plan_memory(plan_test::gpt_config(with_sp, 2),
+  const auto sp_plan = parallel::plan::plan_memory(plan_test::gpt_config(with_sp),
                                                    parallel::plan::gpt_model(), {2, 2});
   const auto plain = parallel::plan::plan_memory(cfg, parallel::plan::gpt_model(), {2, 2});
   ASSERT_LT(sp_plan.peak(Tier::device), plain.peak(Tier::device));
   EXPECT_LT(sp_plan.peak(Tier::device, Category::activations),
             plain.peak(Tier::device, Category::activations));
-  EXPECT_NE(parallel::plan::format_plan_report(sp_plan, plan_test::gpt_config(with_sp, 2))
+  EXPECT_NE(parallel::plan::format_plan_report(sp_plan, plan_test::gpt_config(with_sp))
                 .find("sequence parallel over tp 2"),
             std::string::npos);
 
