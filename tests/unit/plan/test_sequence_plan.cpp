@@ -5,9 +5,11 @@
 // b 1) at tp 1, 2, 4 with and without sequence parallelism, f32 and bf16 activations, printed
 // beside Megatron's formula (bench/README.md's table). `strata plan --recommend` proposes
 // strata.sequence_parallel for a tensor-parallel job when that is what fits (and not when the
-// job fits without it), and the flags it prints plan as recommended.
+// job fits without it), and the flags it prints plan as recommended; the out-of-memory advice
+// lists it.
 #include <gtest/gtest.h>
 
+#include "parallel/plan/oom_advice.hpp"
 #include "parallel/plan/recommend.hpp"
 #include "parallel/plan/report.hpp"
 #include "tests/unit/plan/plan_test_util.hpp"
@@ -100,6 +102,13 @@ TEST(PlanSequenceParallel, RecommendProposesItWhenThatIsWhatFits) {
   auto p = parallel::plan::plan_memory(followed, parallel::plan::gpt_model(), {2, 2});
   p.caps = parallel::plan::caps_of(capped);
   EXPECT_TRUE(p.fits());
+  // The out-of-memory advice under that cap lists it among the changes that fit.
+  const auto advice = parallel::plan::plan_advice(capped, 2, parallel::plan::gpt_model(),
+                                                  Tier::device, parallel::plan::caps_of(capped));
+  bool advised = false;
+  for (const auto& sets : advice.sets)
+    advised = advised || (sets.size() == 1 && sets[0] == "strata.sequence_parallel=true");
+  EXPECT_TRUE(advised);
   // Without the cap the job fits as it is: no sequence parallelism proposed.
   const Recommendation free_r = parallel::plan::recommend(cfg, 2, parallel::plan::gpt_model(),
                                                           parallel::plan::caps_of(cfg));
