@@ -173,16 +173,17 @@ TEST(TensorPipelineMemory, ModelStatesFollowTheFormulaOfTheRanksShare) {
 // checkpointing, 3 micro-batches of accumulation, and offload of parameters and optimizer state
 // to host memory and to NVMe: the same job with offload trains bitwise like without it (losses,
 // norms, loss scale, masters and second moments), with no parameter or optimizer byte left on the
-// device tier.
+// device tier; also with sequence parallelism (bf16, host memory).
 struct CombinedCase {
   DType dtype;
   config::OffloadDevice device;
+  bool sp = false;  // with sequence parallelism (both jobs)
 };
 
 class TensorPipelineCombined : public ::testing::TestWithParam<CombinedCase> {};
 
 TEST_P(TensorPipelineCombined, OffloadAndMixedPrecisionTrainBitwiseLikeWithout) {
-  const auto [dt, device] = GetParam();
+  const auto [dt, device, sp] = GetParam();
   const SingleThreaded one_thread;
   const auto& w = world();
   if (w.size() % 4 != 0) GTEST_SKIP() << "tp 2 x pp 2 needs a multiple of 4 ranks";
@@ -193,6 +194,7 @@ TEST_P(TensorPipelineCombined, OffloadAndMixedPrecisionTrainBitwiseLikeWithout) 
                                    /*act16=*/true);
   base.strata.tensor_parallel_size = tp;
   base.strata.pipeline_parallel_size = pp;
+  base.strata.sequence_parallel = sp;
   offload::test::ScratchDir dir("tp_pp_offload");
   config::Config off = base;
   off.zero_optimization.offload_param.device = device;
@@ -229,10 +231,11 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, TensorPipelineCombined,
     ::testing::Values(CombinedCase{DType::bf16, config::OffloadDevice::cpu},
                       CombinedCase{DType::bf16, config::OffloadDevice::nvme},
-                      CombinedCase{DType::f16, config::OffloadDevice::cpu}),
+                      CombinedCase{DType::f16, config::OffloadDevice::cpu},
+                      CombinedCase{DType::bf16, config::OffloadDevice::cpu, true}),
     [](const auto& i) {
       return std::string(dtype_name(i.param.dtype)) + "_" +
-             std::string(config::to_string(i.param.device));
+             std::string(config::to_string(i.param.device)) + (i.param.sp ? "_sp" : "");
     });
 
 // The chain of layouts, on 8 ranks.
