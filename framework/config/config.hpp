@@ -198,6 +198,10 @@ struct StrataSection {
   // Model chunks per pipeline rank under the interleaved 1F1B schedule (Megatron-LM's virtual
   // pipeline stages): rank r holds chunks r, r + pp, ...; 1 is plain 1F1B.
   std::int64_t virtual_pipeline_stages = 1;
+  // Megatron-LM's sequence parallelism over the tensor-parallel ranks (needs
+  // tensor_parallel_size > 1): LayerNorms, residual adds and the embedding's output hold 1/tp of
+  // the tokens (docs/parallelism.md).
+  bool sequence_parallel = false;
   bool activation_checkpointing = false;
   // Each unit's optimizer update runs as soon as its gradient is complete in the last
   // micro-batch's backward (Trainer::step_unit): no whole-model gradient is kept, and offloaded

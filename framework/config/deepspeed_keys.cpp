@@ -84,7 +84,8 @@ const DeepSpeedKey kKeys[] = {
      "DeepSpeed's default: gradients are reduced in their own data type, as in Strata",
      "reducing gradients in a chosen data type", "remove the key", true},
     {"seq_parallel_communication_data_type", K::string, any_value,
-     "only sequence parallelism (DeepSpeed-Ulysses) uses it, and Strata has none", "", ""},
+     "only DeepSpeed-Ulysses sequence parallelism uses it, which Strata does not have; Strata's "
+     "is Megatron's, strata.sequence_parallel", "", ""},
     {"disable_allgather", K::boolean, any_value,
      "DeepSpeed reads this key but nothing in DeepSpeed uses it", "", ""},
     {"cuda_visible_devices", K::integer, any_value,

@@ -557,6 +557,7 @@ void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.tensor_parallel_size", s.tensor_parallel_size, IntRange{1});
   r.get("strata.pipeline_parallel_size", s.pipeline_parallel_size, IntRange{1});
   r.get("strata.virtual_pipeline_stages", s.virtual_pipeline_stages, IntRange{1});
+  r.get("strata.sequence_parallel", s.sequence_parallel);
   r.get("strata.activation_checkpointing", s.activation_checkpointing);
   r.get("strata.optimizer_in_backward", s.optimizer_in_backward);
   r.get("strata.allow_tf32", s.allow_tf32);

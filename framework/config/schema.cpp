@@ -186,6 +186,12 @@ constexpr KeySpec kSchema[] = {
      "holding chunks r, r + pp, ...; the bubble falls to (pp − 1)/(v·m) of the ideal step. Needs "
      "pipeline_parallel_size ≥ 2, n_layer ≥ pp × v (chunks are cut by cost like stages) and gradient_accumulation_steps a "
      "multiple of pp (docs/parallelism.md)."},
+    {"strata.sequence_parallel", K::boolean, "false",
+     "Megatron-LM's sequence parallelism: outside the split layers (LayerNorms, residual adds, "
+     "the embedding's output) each tensor-parallel rank holds 1/tensor_parallel_size of the "
+     "tokens, so those activations shrink by tp; the all-reduces become all-gathers and "
+     "reduce-scatters. Needs tensor_parallel_size ≥ 2 and block_size a multiple of it "
+     "(docs/parallelism.md)."},
     {"strata.activation_checkpointing", K::boolean, "false",
      "Drop each block's saved activations and recompute them in backward."},
     {"strata.allow_tf32", K::boolean, "false",

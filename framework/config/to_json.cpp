@@ -138,6 +138,7 @@ json strata_json(const StrataSection& s) {
       {"tensor_parallel_size", s.tensor_parallel_size},
       {"pipeline_parallel_size", s.pipeline_parallel_size},
       {"virtual_pipeline_stages", s.virtual_pipeline_stages},
+      {"sequence_parallel", s.sequence_parallel},
       {"activation_checkpointing", s.activation_checkpointing},
       {"optimizer_in_backward", s.optimizer_in_backward},
       {"allow_tf32", s.allow_tf32},

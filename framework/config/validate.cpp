@@ -158,6 +158,25 @@ void check_rules(const Config& c, Problems& p) {
               "strata.sample.tokens {} with strata.tensor_parallel_size {}: sampling from a "
               "tensor-parallel model is not implemented; set strata.sample.tokens to 0",
               st.sample.tokens, st.tensor_parallel_size);
+  if (st.sequence_parallel) {
+    if (st.tensor_parallel_size == 1 &&
+        ok(p, {"strata.sequence_parallel", "strata.tensor_parallel_size"}))
+      p.mistake("strata.sequence_parallel",
+                "strata.sequence_parallel is true but strata.tensor_parallel_size is 1: sequence "
+                "parallelism splits the tokens over the tensor-parallel ranks; set "
+                "strata.sequence_parallel to false, or tensor_parallel_size to 2 or more");
+    else if (m.block_size % st.tensor_parallel_size != 0 &&
+             ok(p, {"strata.sequence_parallel", "strata.tensor_parallel_size",
+                    "strata.model.block_size"}))
+      p.mistake("strata.sequence_parallel",
+                "strata.model.block_size {} is not divisible by strata.tensor_parallel_size {}: "
+                "with strata.sequence_parallel each tensor-parallel rank holds 1/{} of a "
+                "sequence; make block_size a multiple of it (e.g. {}), or set "
+                "strata.sequence_parallel to false",
+                m.block_size, st.tensor_parallel_size, st.tensor_parallel_size,
+                (m.block_size + st.tensor_parallel_size - 1) / st.tensor_parallel_size *
+                    st.tensor_parallel_size);
+  }
   if (m.n_layer < st.pipeline_parallel_size &&
       ok(p, {"strata.model.n_layer", "strata.pipeline_parallel_size"}))
     p.mistake("strata.pipeline_parallel_size",

@@ -6,9 +6,9 @@ namespace strata::nn {
 
 Block::Block(std::string prefix, int n_embd, int n_head, float init_std, float proj_std, TpShard tp)
     : Module(std::move(prefix)),
-      ln_1(child_name("ln_1"), n_embd),
+      ln_1(child_name("ln_1"), n_embd, 1e-5f, tp),
       attn(child_name("attn"), n_embd, n_head, init_std, proj_std, tp),
-      ln_2(child_name("ln_2"), n_embd),
+      ln_2(child_name("ln_2"), n_embd, 1e-5f, tp),
       mlp(child_name("mlp"), n_embd, init_std, proj_std, tp) {
   add_child(ln_1);
   add_child(attn);

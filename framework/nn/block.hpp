@@ -11,7 +11,9 @@ namespace strata::nn {
 
 class Block : public Module {
  public:
-  // tp: this rank's part of the attention heads and MLP columns (LayerNorms are replicated).
+  // tp: this rank's part of the attention heads and MLP columns (LayerNorms are replicated). With
+  // tp.sequence_parallel, x and the output are this part's tokens [B·T/tp, C]; B and T are the
+  // whole micro-batch's.
   Block(std::string prefix, int n_embd, int n_head, float init_std, float proj_std, TpShard tp = {});
   Tensor forward(Context& ctx, const Tensor& x, int B, int T);
   Tensor backward(Context& ctx, const Tensor& dy);

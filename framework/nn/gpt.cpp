@@ -41,17 +41,51 @@ std::int64_t GptConfig::num_parameters() const {
 std::int64_t gpt_tp_allreduce_bytes(const GptConfig& c, int tp, std::int64_t tokens, DType act,
                                     bool checkpointing, int block0, int block1, bool first,
                                     bool last) {
-  if (tp <= 1) return 0;
+  return gpt_tp_traffic(c, tp, tokens, act, checkpointing, block0, block1, first, last, false)
+      .all_reduce;
+}
+
+TpTraffic gpt_tp_traffic(const GptConfig& c, int tp, std::int64_t tokens, DType act,
+                         bool checkpointing, int block0, int block1, bool first, bool last,
+                         bool sequence_parallel) {
+  TpTraffic t;
+  if (tp <= 1) return t;
   const std::int64_t row = tokens * c.n_embd * static_cast<std::int64_t>(dtype_size(act));
   const std::int64_t blocks = block1 - block0;
-  std::int64_t bytes = blocks * (2 + 2 + (checkpointing ? 2 : 0)) * row;
-  if (first) bytes += row;                     // the embedding's sum
-  if (last) bytes += row + 3 * tokens * 4;     // the head's input gradient; the cross-entropy
-  return bytes;
+  const std::int64_t recompute = checkpointing ? 2 : 0;
+  const std::int64_t ce = 3 * tokens * 4;  // the cross-entropy's max, sum of exps, target logit
+  if (!sequence_parallel) {
+    t.all_reduce = blocks * (2 + 2 + recompute) * row;
+    if (first) t.all_reduce += row;      // the embedding's sum
+    if (last) t.all_reduce += row + ce;  // the head's input gradient; the cross-entropy
+    return t;
+  }
+  const std::int64_t ln_grads = 2 * c.n_embd * 4;  // a LayerNorm's weight and bias gradients, f32
+  t.all_gather = blocks * (2 + 4 + recompute) * row;
+  t.reduce_scatter = blocks * (2 + 2 + recompute) * row;
+  t.all_reduce = blocks * 2 * ln_grads;
+  if (first) {  // the embedding: its sum scattered, its gradient gathered
+    t.reduce_scatter += row;
+    t.all_gather += row;
+  }
+  if (last) {  // the head: ln_f's output gathered forward and backward, its gradient scattered
+    t.all_gather += 2 * row;
+    t.reduce_scatter += row;
+    t.all_reduce += ln_grads + ce;
+  }
+  return t;
+}
+
+std::int64_t gpt_block_activation_bytes(const GptConfig& c, TpShard tp, std::int64_t tokens,
+                                        DType act) {
+  const std::int64_t d = static_cast<std::int64_t>(dtype_size(act)), C = c.n_embd, t = tp.size;
+  const std::int64_t whole = tokens * (4 * C * d + 16);             // LayerNorm regions, per token
+  const std::int64_t split = tokens * (12 * C * d + 4 * c.n_head);  // inside the split layers
+  return tp.splits_tokens() ? (whole + split) / t : whole + split / t;
 }
 
 Gpt::Gpt(const GptConfig& cfg, TpShard tp)
-    : Model(""), cfg_(cfg), tp_(tp), ln_f_("transformer.ln_f", cfg.n_embd) {
+    : Model(""), cfg_(cfg), tp_(tp), ln_f_("transformer.ln_f", cfg.n_embd, 1e-5f, tp) {
   STRATA_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_embd > 0 &&
                    cfg.n_head > 0,
                "nn", "invalid GPT shape (vocab {}, block {}, layers {}, embd {}, heads {})",
@@ -111,6 +145,7 @@ void Gpt::check_tokens(const Tensor& tokens) const {
   const std::int64_t T = tokens.dim(1), N = tokens.numel();
   STRATA_CHECK(T >= 1 && T <= cfg_.block_size, "nn", "sequence length {} exceeds block_size {}", T,
                cfg_.block_size);
+  check_sequence_split(T);
   const std::int32_t* tok = tokens.data<std::int32_t>();  // the batch is in host memory
   for (std::int64_t i = 0; i < N; ++i)
     STRATA_CHECK(tok[i] >= 0 && tok[i] < cfg_.vocab_size, "nn",
@@ -119,10 +154,9 @@ void Gpt::check_tokens(const Tensor& tokens) const {
 }
 
 Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
-  const std::int64_t T = tokens.dim(1), N = tokens.numel();
+  const std::int64_t T = tokens.dim(1);
   ctx.before_forward(0);
-  Tensor x = ctx.act(Shape{N, cfg_.n_embd});
-  embed(ctx, tokens, x);
+  Tensor x = embed(ctx, tokens);
   ctx.after_forward(0);
   const int B = static_cast<int>(tokens.dim(0));
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
@@ -137,16 +171,51 @@ Tensor Gpt::trunk(Context& ctx, const Tensor& tokens) {
   return xf;
 }
 
-void Gpt::embed(Context& ctx, const Tensor& tokens, const Tensor& x) {
+void Gpt::check_sequence_split(std::int64_t T) const {
+  if (tp_.splits_tokens() && T % tp_.size != 0)
+    user_fail("nn", "sequence length {} does not split over strata.tensor_parallel_size {} with "
+              "strata.sequence_parallel true: use a multiple of {}, or set "
+              "strata.sequence_parallel to false", T, tp_.size, tp_.size);
+}
+
+Tensor Gpt::embed(Context& ctx, const Tensor& tokens) {
+  const std::int64_t N = tokens.numel();
+  Tensor x = ctx.act(Shape{N, cfg_.n_embd});
   if (tp_.size == 1) {
     ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x);
-    return;
+    return x;
   }
   // Each part looks up the tokens of its vocabulary slice (0 for the others), part 0 adds the
   // positions, and the sum over the parts is the whole embedding (exactly: one term is nonzero).
   ops::embedding_forward(tokens, value_of(*wte_), tp_.index == 0 ? value_of(*wpe_) : Tensor(), x,
                          vocab_start_);
+  if (tp_.splits_tokens()) {
+    check_sequence_split(tokens.dim(1));
+    return sp_scatter(ctx, tp_, x, "the vocabulary-parallel embedding");  // this part's tokens
+  }
   tp_all_reduce(ctx, tp_.size, x, "the vocabulary-parallel embedding");
+  return x;
+}
+
+Tensor Gpt::head_forward(Context& ctx, const Tensor& xf) {
+  const Tensor x = tp_.splits_tokens() ? sp_gather(ctx, tp_, xf, "the LM head") : xf;
+  Tensor logits = ctx.act(Shape{x.dim(0), value_of(*wte_).dim(0)});  // this part's vocabulary
+  ops::matmul(x, value_of(*wte_), logits, false, true);
+  return logits;
+}
+
+Tensor Gpt::head_backward(Context& ctx, const Tensor& dlogits, const Tensor& xf) {
+  // dxf = dlogits @ wte, dwte += dlogits^T @ xf (every token's: gathered again with sequence
+  // parallelism, which saved only this part's).
+  Tensor x = tp_.splits_tokens() ? sp_gather(ctx, tp_, xf, "the LM head") : xf;
+  Tensor dx = ctx.act(Shape{x.dim(0), cfg_.n_embd});
+  ops::matmul(dlogits, value_of(*wte_), dx, false, false);
+  ops::matmul(dlogits, x, grad_of(*wte_), true, false, 1.0f, 1.0f);
+  x = {};
+  // f: xf's gradient from every vocabulary slice (with sequence parallelism, of this part's tokens)
+  if (tp_.splits_tokens()) return sp_scatter(ctx, tp_, dx, "the LM head");
+  tp_all_reduce(ctx, tp_.size, dx, "the LM head");
+  return dx;
 }
 
 double Gpt::head_loss(Context& ctx, const Tensor& logits, const Tensor& targets,
@@ -164,7 +233,11 @@ void Gpt::head_loss_backward(const Tensor& logits, const Tensor& lse, const Tens
     ops::cross_entropy_backward_slice(logits, lse, targets, vocab_start_, scale, logits);
 }
 
-void Gpt::embed_backward(const Tensor& tokens, const Tensor& dx) {
+void Gpt::embed_backward(Context& ctx, const Tensor& tokens, const Tensor& dx_part) {
+  // With sequence parallelism every token's gradient (the reduce-scatter's backward).
+  const Tensor dx = tp_.splits_tokens()
+                        ? sp_gather(ctx, tp_, dx_part, "the vocabulary-parallel embedding")
+                        : dx_part;
   ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_),
                           tp_.size == 1 ? -1 : vocab_start_);
 }
@@ -191,8 +264,7 @@ double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
   const Tensor dtok = on_compute_device(ctx, tokens), dtgt = on_compute_device(ctx, tgt);
   Tensor xf = trunk(ctx, dtok);
   ctx.before_forward(0);  // the head uses the tied token embedding
-  Tensor logits = ctx.act(Shape{N, value_of(*wte_).dim(0)});  // this part's vocabulary slice
-  ops::matmul(xf, value_of(*wte_), logits, false, true);
+  Tensor logits = head_forward(ctx, xf);  // this part's vocabulary slice
   ctx.after_forward(0);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
   const double sum = head_loss(ctx, logits, dtgt, lse);
@@ -210,17 +282,14 @@ void Gpt::backward(Context& ctx, float scale) {
   auto s = restore(ctx);
   const Tensor tokens = std::move(s.tensors[0]), targets = std::move(s.tensors[1]);
   Tensor xf = std::move(s.tensors[2]), logits = std::move(s.tensors[3]), lse = std::move(s.tensors[4]);
-  const std::int64_t n_valid = s.ints[0], N = tokens.numel();
+  const std::int64_t n_valid = s.ints[0];
   s = {};
   const int last = cfg_.n_layer + 1;
   const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
   // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
   head_loss_backward(logits, lse, targets, sc);
-  Tensor dx = ctx.act(Shape{N, cfg_.n_embd});
   ctx.before_backward(0);
-  ops::matmul(logits, value_of(*wte_), dx, false, false);
-  ops::matmul(logits, xf, grad_of(*wte_), true, false, 1.0f, 1.0f);
-  tp_all_reduce(ctx, tp_.size, dx, "the LM head");  // f: xf's gradient from every slice
+  Tensor dx = head_backward(ctx, logits, xf);
   logits = lse = xf = {};
   ctx.before_backward(last);
   dx = ln_f_.backward(ctx, dx);
@@ -230,7 +299,7 @@ void Gpt::backward(Context& ctx, float scale) {
     dx = blocks_[l]->backward(ctx, dx);
     ctx.after_backward(static_cast<int>(l) + 1);
   }
-  embed_backward(tokens, dx);
+  embed_backward(ctx, tokens, dx);
   ctx.after_backward(0);
 }
 

@@ -4,7 +4,9 @@
 // A micro-batch is "tokens" and "targets", i32 [B, block_size] (targets < 0 are ignored).
 // Tensor parallel (Megatron): built as part `index` of `size`, a rank holds its slice of the
 // vocabulary (wte rows, vocabulary-parallel embedding, head and cross-entropy), of the attention
-// heads and of the MLP; LayerNorms and wpe are replicated.
+// heads and of the MLP; LayerNorms and wpe are replicated. With sequence parallelism
+// (TpShard::sequence_parallel) the activations outside the split layers — the embedding's output,
+// each block's input, LayerNorms and residual adds, ln_f — hold this part's 1/tp of the tokens.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,33 @@ struct GptConfig {
 std::int64_t gpt_tp_allreduce_bytes(const GptConfig& c, int tp, std::int64_t tokens, DType act,
                                     bool checkpointing, int block0, int block1, bool first,
                                     bool last);
+
+// The same by kind of collective, with or without sequence parallelism (TpTraffic's counting;
+// without it, only all_reduce, gpt_tp_allreduce_bytes). With it, per block, a = N·C activations:
+// forward, an all-gather before each column-parallel layer and a reduce-scatter after each
+// row-parallel one (2a each); backward, the reduce-scatters' conjugate all-gathers of the output
+// gradients (2a), the column-parallel layers' inputs gathered again (2a: they saved only their
+// part) and the reduce-scatters of their input gradients (2a); with checkpointing the forward's
+// 2a + 2a again; and the all-reduce of the two LayerNorms' weight and bias gradients (2 × 2C
+// f32). The embedding reduce-scatters its sum (a) and gathers its gradient (a); the head gathers
+// ln_f's output (a) forward and again backward (a), reduce-scatters its input gradient (a), and
+// all-reduces ln_f's gradients (2C f32) and the cross-entropy's 3 f32 per token.
+TpTraffic gpt_tp_traffic(const GptConfig& c, int tp, std::int64_t tokens, DType act,
+                         bool checkpointing, int block0, int block1, bool first, bool last,
+                         bool sequence_parallel);
+
+// Bytes one block keeps for backward (and hands on as its output) for a micro-batch of `tokens`
+// tokens without activation checkpointing, activations in `act` (d bytes): per token, ln_1's and
+// ln_2's outputs (saved by c_attn and c_fc), the residual x1 (ln_2's input) and the block's
+// output (the next ln_1's input) at C·d each; qkv 3C/tp·d, the attention output C/tp·d (saved by
+// attention and c_proj alike), the MLP's pre-activation and GELU output 4C/tp·d each; the
+// attention's log-sum-exps n_head/tp f32 and the two LayerNorms' mean and 1/std (4 f32). With
+// sequence parallelism (tp.splits_tokens()) everything outside the split layers holds tokens/tp:
+// the whole is divided by tp. So, N tokens: without it N·(4C·d + 16) + N·(12C·d + 4·n_head)/tp,
+// with it N·(16C·d + 4·n_head + 16)/tp (Megatron's 34 s·b·h/t less the two dropout masks Strata
+// does not have, and the log-sum-exps instead of the s² softmax; docs/parallelism.md).
+std::int64_t gpt_block_activation_bytes(const GptConfig& c, TpShard tp, std::int64_t tokens,
+                                        DType act);
 
 class Gpt : public Model {
  public:
@@ -73,13 +102,21 @@ class Gpt : public Model {
   Tensor trunk(Context& ctx, const Tensor& tokens);
   // The pieces a tensor-parallel part runs differently, shared with GptStage: the token and
   // position embedding into x [N, C] (a part looks up its vocabulary slice and the parts' sum is
-  // the whole); the cross-entropy's sum over tokens of its logits [N, V or V/tp] (lse [N] kept
-  // for backward) and its backward into the logits, in place; the embedding's backward.
-  void embed(Context& ctx, const Tensor& tokens, const Tensor& x);
+  // the whole; with sequence parallelism each part keeps its tokens of the sum, [N/tp, C]); the
+  // tied head's logits [N, V or V/tp] of the ln_f output (this part's tokens with sequence
+  // parallelism: gathered first) and its backward from the logits' gradient into the ln_f
+  // output's (accumulating wte's gradient); the cross-entropy's sum over tokens of its logits
+  // (lse [N] kept for backward) and its backward into the logits, in place; the embedding's
+  // backward.
+  Tensor embed(Context& ctx, const Tensor& tokens);
+  Tensor head_forward(Context& ctx, const Tensor& xf);
+  Tensor head_backward(Context& ctx, const Tensor& dlogits, const Tensor& xf);
   double head_loss(Context& ctx, const Tensor& logits, const Tensor& targets, const Tensor& lse);
   void head_loss_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                           float scale);
-  void embed_backward(const Tensor& tokens, const Tensor& dx);
+  void embed_backward(Context& ctx, const Tensor& tokens, const Tensor& dx);
+  // Sequence parallelism: T must be a multiple of tp (a one-line UserError otherwise).
+  void check_sequence_split(std::int64_t T) const;
 
   GptConfig cfg_;
   TpShard tp_;

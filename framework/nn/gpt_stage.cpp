@@ -90,7 +90,9 @@ std::vector<TiedUnit> GptStage::tied_units() const {
 
 Shape GptStage::input_shape(const Batch& batch) const {
   const Tensor& tokens = batch["tokens"];
-  return Shape{tokens.numel(), gpt_.cfg_.n_embd};
+  // With sequence parallelism a stage hands on this part's tokens.
+  const std::int64_t n = gpt_.tp_.splits_tokens() ? tokens.numel() / gpt_.tp_.size : tokens.numel();
+  return Shape{n, gpt_.cfg_.n_embd};
 }
 
 namespace {
@@ -108,6 +110,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
   const std::int64_t T = tokens.dim(1), N = tokens.numel();
   STRATA_CHECK(T >= 1 && T <= cfg.block_size, "nn", "sequence length {} exceeds block_size {}", T,
                cfg.block_size);
+  gpt_.check_sequence_split(T);
   const int B = static_cast<int>(tokens.dim(0));
   // Kept for backward: [tokens (first stage), targets, ln_f output, logits, log-sum-exps (last)].
   std::vector<Tensor> keep(5);
@@ -121,8 +124,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
                    cfg.vocab_size);
     ctx.before_forward(wte_unit_);
     if (wpe_unit_ != wte_unit_) ctx.before_forward(wpe_unit_);
-    x = ctx.act(Shape{N, cfg.n_embd});
-    gpt_.embed(ctx, tokens, x);
+    x = gpt_.embed(ctx, tokens);
     if (wpe_unit_ != wte_unit_) ctx.after_forward(wpe_unit_);
     ctx.after_forward(wte_unit_);
     if (ctx.grad_enabled) keep[0] = tokens.clone(ctx.activations);
@@ -156,8 +158,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
   x = {};
   const Tensor tgt = targets.view(Shape{N});
   ctx.before_forward(head_unit_);
-  Tensor logits = ctx.act(Shape{N, value_of(*gpt_.wte_).dim(0)});  // this part's vocabulary
-  ops::matmul(xf, value_of(*gpt_.wte_), logits, false, true);
+  Tensor logits = gpt_.head_forward(ctx, xf);  // this part's vocabulary
   ctx.after_forward(head_unit_);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
   const double sum = gpt_.head_loss(ctx, logits, tgt, lse);
@@ -175,7 +176,6 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
 }
 
 Tensor GptStage::backward(Context& ctx, const Tensor& output_grad, float scale) {
-  const GptConfig& cfg = gpt_.cfg_;
   const bool has_saved = is_first() || is_last();
   SavedState::Entry s = has_saved ? ctx.saved->take(this, "GptStage") : SavedState::Entry{};
   const Tensor tokens = has_saved ? std::move(s.tensors[0]) : Tensor();
@@ -183,16 +183,13 @@ Tensor GptStage::backward(Context& ctx, const Tensor& output_grad, float scale) 
   if (is_last()) {
     const Tensor targets = std::move(s.tensors[1]);
     Tensor xf = std::move(s.tensors[2]), logits = std::move(s.tensors[3]), lse = std::move(s.tensors[4]);
-    const std::int64_t n_valid = s.ints[0], N = targets.numel();
+    const std::int64_t n_valid = s.ints[0];
     s = {};
     const float sc = n_valid > 0 ? scale / static_cast<float>(n_valid) : 0.0f;
     // Head: dlogits in place, then dxf = dlogits @ wte, dwte += dlogits^T @ xf.
     gpt_.head_loss_backward(logits, lse, targets, sc);
-    dx = ctx.act(Shape{N, cfg.n_embd});
     ctx.before_backward(head_unit_);
-    ops::matmul(logits, value_of(*gpt_.wte_), dx, false, false);
-    ops::matmul(logits, xf, grad_of(*gpt_.wte_), true, false, 1.0f, 1.0f);
-    tp_all_reduce(ctx, gpt_.tp_.size, dx, "the LM head");  // xf's gradient from every slice
+    dx = gpt_.head_backward(ctx, logits, xf);  // xf's gradient from every slice
     logits = lse = xf = {};
     // On its own stage the head's copy of wte is complete now; with one stage the embedding
     // backward below adds to it.
@@ -215,7 +212,7 @@ Tensor GptStage::backward(Context& ctx, const Tensor& output_grad, float scale) 
     ctx.before_backward(wte_unit_);
     ctx.before_backward(wpe_unit_);
   }
-  gpt_.embed_backward(tokens, dx);
+  gpt_.embed_backward(ctx, tokens, dx);
   if (wpe_unit_ != wte_unit_) ctx.after_backward(wpe_unit_);
   ctx.after_backward(wte_unit_);
   return {};

@@ -4,8 +4,8 @@
 
 namespace strata::nn {
 
-LayerNorm::LayerNorm(std::string prefix, int dim, float eps)
-    : Module(std::move(prefix)), dim_(dim), eps_(eps) {
+LayerNorm::LayerNorm(std::string prefix, int dim, float eps, TpShard tp)
+    : Module(std::move(prefix)), dim_(dim), eps_(eps), tp_(tp) {
   w_ = &declare("weight", Shape{dim}, Init::ones(), false);
   b_ = &declare("bias", Shape{dim}, Init::zeros(), false);
 }
@@ -25,7 +25,17 @@ Tensor LayerNorm::backward(Context& ctx, const Tensor& dy) {
   const auto s = restore(ctx);
   const Tensor &x = s.tensors[0], &mean = s.tensors[1], &rstd = s.tensors[2];
   Tensor dx = ctx.act(x.shape());
-  ops::layernorm_backward(dy, x, value_of(*w_), mean, rstd, dx, grad_of(*w_), grad_of(*b_));
+  if (!tp_.splits_tokens()) {
+    ops::layernorm_backward(dy, x, value_of(*w_), mean, rstd, dx, grad_of(*w_), grad_of(*b_));
+    return dx;
+  }
+  // Sequence parallelism: this part's tokens' share of dw and db, summed over the parts in f32.
+  const Tensor part = Tensor::zeros(Shape{2, dim_}, DType::f32, ctx.workspace);
+  const Tensor dw = part.slice(0, 0, 1).view(Shape{dim_}), db = part.slice(0, 1, 2).view(Shape{dim_});
+  ops::layernorm_backward(dy, x, value_of(*w_), mean, rstd, dx, dw, db);
+  tp_all_reduce(ctx, tp_.size, part, prefix().c_str());
+  ops::add_inplace(grad_of(*w_), dw);
+  ops::add_inplace(grad_of(*b_), db);
   return dx;
 }
 

@@ -38,21 +38,37 @@ Linear::Linear(std::string prefix, int in, int out, bool bias, float init_std, T
 Tensor Linear::forward(Context& ctx, const Tensor& x) {
   STRATA_CHECK(x.rank() == 2 && x.dim(1) == in_ && x.is_contiguous(), "nn",
                "{}: input {} does not match in_features {}", prefix(), x.shape().str(), in_);
-  Tensor y = ctx.act(Shape{x.dim(0), out_});
+  // Sequence parallelism: a column-parallel layer's input is this part's tokens; it computes on
+  // every part's (all-gather, Megatron's f) and saves only its own (gathered again in backward).
+  const bool sp = tp_.splits_tokens() && split_ != TpSplit::none;
+  const Tensor xin = sp && split_ == TpSplit::column ? sp_gather(ctx, tp_, x, prefix().c_str()) : x;
+  Tensor y = ctx.act(Shape{xin.dim(0), out_});
   // Row-parallel: the bias is added by part 0 only, before the partial outputs are summed.
   const bool with_bias = b_ && (split_ != TpSplit::row || tp_.index == 0);
-  ops::linear_forward(x, value_of(*w_), with_bias ? value_of(*b_) : Tensor(), y);
+  ops::linear_forward(xin, value_of(*w_), with_bias ? value_of(*b_) : Tensor(), y);
   save(ctx, {x});
-  if (split_ == TpSplit::row) tp_all_reduce(ctx, tp_.size, y, prefix().c_str());  // g
+  if (split_ == TpSplit::row) {
+    if (sp) return sp_scatter(ctx, tp_, y, prefix().c_str());  // g: this part's tokens of the sum
+    tp_all_reduce(ctx, tp_.size, y, prefix().c_str());  // g
+  }
   return y;
 }
 
 Tensor Linear::backward(Context& ctx, const Tensor& dy, bool need_dx) {
-  const Tensor x = restore(ctx).tensors[0];
+  const Tensor saved = restore(ctx).tensors[0];
+  const bool sp = tp_.splits_tokens() && split_ != TpSplit::none;
+  // Sequence parallelism: a column-parallel layer gathers its input again (it saved its part), a
+  // row-parallel one gathers the output gradient of every token (g's backward).
+  Tensor x = sp && split_ == TpSplit::column ? sp_gather(ctx, tp_, saved, prefix().c_str()) : saved;
+  Tensor g = sp && split_ == TpSplit::row ? sp_gather(ctx, tp_, dy, prefix().c_str()) : dy;
   Tensor dx;
   if (need_dx) dx = ctx.act(Shape{x.dim(0), in_});
-  ops::linear_backward(x, value_of(*w_), dy, dx, grad_of(*w_), b_ ? grad_of(*b_) : Tensor());
-  if (need_dx && split_ == TpSplit::column) tp_all_reduce(ctx, tp_.size, dx, prefix().c_str());  // f
+  ops::linear_backward(x, value_of(*w_), g, dx, grad_of(*w_), b_ ? grad_of(*b_) : Tensor());
+  x = g = {};  // the gathered copies go before the reduce-scatter's output is allocated
+  if (need_dx && split_ == TpSplit::column) {
+    if (sp) return sp_scatter(ctx, tp_, dx, prefix().c_str());  // f: this part's tokens' gradient
+    tp_all_reduce(ctx, tp_.size, dx, prefix().c_str());  // f
+  }
   return dx;
 }
 

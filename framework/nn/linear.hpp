@@ -3,7 +3,10 @@
 // the whole input and gives its slice of the output, and sums the input gradient over the group in
 // backward (the operator f); row-parallel holds in/tp columns of W, takes its slice of the input
 // and sums the partial outputs over the group in forward (the operator g), its bias replicated and
-// added once.
+// added once. With sequence parallelism (TpShard::sequence_parallel) a column-parallel layer takes
+// this part's tokens, all-gathers them, saves only its part (gathered again in backward) and
+// reduce-scatters the input gradient; a row-parallel one reduce-scatters its output (each part
+// gets its tokens of the sum) and all-gathers the output gradient in backward.
 #pragma once
 
 #include "framework/nn/module.hpp"

@@ -13,10 +13,14 @@ void timed(double& into, F&& f) {
   f();
   into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+std::int64_t nbytes(const Tensor& t) {
+  return t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
+}
 }  // namespace
 
 void GroupTpComm::all_reduce_sum(const Tensor& t) {
-  bytes_ += t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
+  traffic_.all_reduce += nbytes(t);
   ++calls_;
   // The sum is read by the layers' next kernels on t's stream: on a GPU that stream waits for
   // it on the device.
@@ -24,9 +28,23 @@ void GroupTpComm::all_reduce_sum(const Tensor& t) {
 }
 
 void GroupTpComm::all_reduce_max(const Tensor& t) {
-  bytes_ += t.numel() * static_cast<std::int64_t>(dtype_size(t.dtype()));
+  traffic_.all_reduce += nbytes(t);
   ++calls_;
   timed(wait_s_, [&] { tp_.all_reduce(t, ReduceOp::max).wait_on(current_stream(t.device())); });
+}
+
+void GroupTpComm::all_gather(const Tensor& in, const Tensor& out) {
+  traffic_.all_gather += nbytes(out);
+  ++calls_;
+  timed(wait_s_, [&] { tp_.all_gather(in, out).wait_on(current_stream(out.device())); });
+}
+
+void GroupTpComm::reduce_scatter_sum(const Tensor& in, const Tensor& out) {
+  traffic_.reduce_scatter += nbytes(in);
+  ++calls_;
+  timed(wait_s_, [&] {
+    tp_.reduce_scatter(in, out, ReduceOp::sum).wait_on(current_stream(out.device()));
+  });
 }
 
 train::ShardReductions tp_reductions(train::ShardReductions inner, const Group& tp) {

@@ -26,6 +26,10 @@ int checked_int(std::int64_t v, const char* what) {
 Grid make_grid(const config::Config& cfg, const Group& world) {
   Grid g(world, checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size"),
          checked_int(cfg.strata.pipeline_parallel_size, "strata.pipeline_parallel_size"));
+  if (cfg.strata.sequence_parallel && g.tp_size() == 1)
+    user_fail("engine", "strata.sequence_parallel is true but strata.tensor_parallel_size is 1: "
+              "sequence parallelism splits the tokens over the tensor-parallel ranks; set "
+              "strata.sequence_parallel to false, or tensor_parallel_size to 2 or more");
   // What the optimizer refuses, as it declares it.
   const auto opt = train::trainer_options(cfg).optimizer;
   const optim::Refusals& no = opt->declaration().refusals;
@@ -54,9 +58,13 @@ Grid make_grid(const config::Config& cfg, const Group& world) {
 }
 
 // The model must have been built as this rank's tensor-parallel part.
-void check_tensor_shard(const nn::Model& model, const Grid& grid) {
-  const nn::TpShard want{grid.coords().tp, grid.tp_size()};
+void check_tensor_shard(const nn::Model& model, const Grid& grid, bool sequence_parallel) {
+  const nn::TpShard want{grid.coords().tp, grid.tp_size(), sequence_parallel};
   const nn::TpShard got = model.tensor_shard();
+  if (got.sequence_parallel != want.sequence_parallel && got.index == want.index && got.size == want.size)
+    user_fail("engine", "the model was built {} sequence parallelism but strata.sequence_parallel "
+              "is {}: build it with parallel::tensor_shard(config, world)",
+              got.sequence_parallel ? "with" : "without", want.sequence_parallel);
   if (got != want)
     user_fail("engine", "the model was built as tensor-parallel part {} of {} but this rank is "
               "part {} of {} (strata.tensor_parallel_size {}): build it with "
@@ -83,7 +91,8 @@ CheckpointStage checkpoint_stage(const Grid& grid, nn::Model& model, const nn::M
 
 nn::TpShard tensor_shard(const config::Config& cfg, const Group& world) {
   const int tp = checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size");
-  return {world.rank() % tp, tp};  // Megatron's order: tensor-parallel ranks are adjacent
+  // Megatron's order: tensor-parallel ranks are adjacent.
+  return {world.rank() % tp, tp, cfg.strata.sequence_parallel};
 }
 
 EngineOptions engine_options(const config::Config& cfg) {
@@ -155,7 +164,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
       model_(model),
       ledger_(extras.ledger ? *extras.ledger : MemoryLedger::global()),
       grid_(make_grid(cfg_, world)) {
-  check_tensor_shard(model, grid_);
+  check_tensor_shard(model, grid_, cfg_.strata.sequence_parallel);
   const bool planning = extras.device.is_meta();
   if (!planning) {
     // strata.device: "cuda" without a usable GPU (or CUDA kernels) is an error, never the CPU.

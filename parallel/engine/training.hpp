@@ -52,7 +52,8 @@ struct TrainingExtras {
 };
 
 // The tensor-parallel part a model must be built as on this rank of `world`
-// (strata.tensor_parallel_size; adjacent ranks share a layer, as in Grid).
+// (strata.tensor_parallel_size; adjacent ranks share a layer, as in Grid; with
+// strata.sequence_parallel its activations between the split layers hold 1/tp of the tokens).
 nn::TpShard tensor_shard(const config::Config& cfg, const Group& world);
 
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.

@@ -29,6 +29,13 @@ std::vector<Trial> candidates(const config::Config& cfg, const Trials& trials, T
   const bool ckpt = cfg.strata.activation_checkpointing;
   if (tier == Tier::device) {
     if (!ckpt) run("turn on activation checkpointing", {"strata.activation_checkpointing=true"});
+    // Tensor parallelism without sequence parallelism keeps every token's LayerNorm and residual
+    // activations on each tp rank (an invalid config, e.g. block_size not a multiple of tp, is no
+    // candidate: Trials::run).
+    if (cfg.strata.tensor_parallel_size > 1 && !cfg.strata.sequence_parallel)
+      run("split the LayerNorm and residual activations over the tensor-parallel ranks "
+          "(sequence parallelism)",
+          {"strata.sequence_parallel=true"});
     if (micro > 1) {
       add(trials.largest_micro(cfg, Change{"use smaller micro-batches (same global batch)", {}}, micro));
       if (!ckpt)

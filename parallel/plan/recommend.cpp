@@ -66,38 +66,49 @@ Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactor
         sets.push_back("zero_optimization.offload_param.nvme_path=" + nvme_path);
       }
     }
-    for (const bool ckpt : {false, true}) {
-      Option o;
-      o.rung = rung.name;
-      o.checkpointing = ckpt;
-      o.skipped = skipped;
-      if (skipped.empty()) {
-        std::vector<std::string> s = sets;
-        s.push_back(fmt::format("strata.activation_checkpointing={}", ckpt ? "true" : "false"));
-        const Change ch{rung.name, s};
-        try {
-          o.trial = trials.largest_micro(cfg, ch);
-          if (!o.trial) {  // nothing fits: show the smallest step's need
-            Change smallest = ch;
-            const std::int64_t samples = cfg.train_micro_batch_size_per_gpu *
-                                         std::max<std::int64_t>(1, cfg.gradient_accumulation_steps);
-            smallest.sets.push_back("train_micro_batch_size_per_gpu=1");
-            smallest.sets.push_back(fmt::format("gradient_accumulation_steps={}", samples));
-            o.trial = trials.run(cfg, smallest);
+    // Sequence parallelism as an option of its own where tensor parallelism runs without it.
+    // (It needs block_size to split over the tp ranks.)
+    std::vector<bool> sp_options{false};
+    const std::int64_t tp = cfg.strata.tensor_parallel_size;
+    if (tp > 1 && !cfg.strata.sequence_parallel && cfg.strata.model.block_size % tp == 0)
+      sp_options.push_back(true);
+    const std::size_t rung_begin = r.options.size();
+    for (const bool ckpt : {false, true})
+      for (const bool sp : sp_options) {
+        Option o;
+        o.rung = rung.name;
+        o.checkpointing = ckpt;
+        o.sequence_parallel = sp;
+        o.skipped = skipped;
+        if (skipped.empty()) {
+          std::vector<std::string> s = sets;
+          s.push_back(fmt::format("strata.activation_checkpointing={}", ckpt ? "true" : "false"));
+          if (sp) s.push_back("strata.sequence_parallel=true");
+          const Change ch{rung.name, s};
+          try {
+            o.trial = trials.largest_micro(cfg, ch);
+            if (!o.trial) {  // nothing fits: show the smallest step's need
+              Change smallest = ch;
+              const std::int64_t samples =
+                  cfg.train_micro_batch_size_per_gpu *
+                  std::max<std::int64_t>(1, cfg.gradient_accumulation_steps);
+              smallest.sets.push_back("train_micro_batch_size_per_gpu=1");
+              smallest.sets.push_back(fmt::format("gradient_accumulation_steps={}", samples));
+              o.trial = trials.run(cfg, smallest);
+            }
+          } catch (const UserError& e) {
+            // The job refuses this rung's settings (an optimizer that refuses ZeRO, say): the rung
+            // is not an option, and the others still are.
+            o.trial.reset();
+            o.skipped = fmt::format("the job refuses it: {}", e.what());
           }
-        } catch (const UserError& e) {
-          // The job refuses this rung's settings (an optimizer that refuses ZeRO, say): the rung is
-          // not an option, and the others still are.
-          o.trial.reset();
-          o.skipped = fmt::format("the job refuses it: {}", e.what());
+          if (o.trial) o.cost = estimate(o.trial->plan, cost);
         }
-        if (o.trial) o.cost = estimate(o.trial->plan, cost);
+        r.options.push_back(std::move(o));
       }
-      r.options.push_back(std::move(o));
-    }
     // The first rung with a fitting option: its cheapest. Later rungs are slower by DeepSpeed's
     // order and are not planned.
-    for (std::size_t i = r.options.size() - 2; i < r.options.size(); ++i) {
+    for (std::size_t i = rung_begin; i < r.options.size(); ++i) {
       const Option& o = r.options[i];
       if (!o.trial || !o.trial->fits()) continue;
       if (!r.chosen || o.cost.total() < r.options[*r.chosen].cost.total()) r.chosen = i;

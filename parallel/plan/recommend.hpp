@@ -2,8 +2,10 @@
 // documentation gives it (no ZeRO, ZeRO-1, ZeRO-2, ZeRO-2 + optimizer offload, ZeRO-3, ZeRO-3 +
 // optimizer offload, ZeRO-3 + parameter offload, NVMe), each with and without activation
 // checkpointing at the largest micro-batch that fits while micro-batch × accumulation (the global
-// batch) stays; the first rung with a configuration that fits wins, its cheapest one by the cost
-// estimate (cost.hpp). Every option considered (the rungs up to the chosen one) is kept, with its
+// batch) stays — and, for a tensor-parallel job without it, each of those with sequence
+// parallelism too (strata.sequence_parallel: the LayerNorm and residual activations split over
+// the tp ranks); the first rung with a configuration that fits wins, its cheapest one by the cost
+// estimate (cost.hpp; on a tie the option without sequence parallelism, which is listed first). Every option considered (the rungs up to the chosen one) is kept, with its
 // plan and estimated cost.
 #pragma once
 
@@ -19,6 +21,7 @@ namespace strata::parallel::plan {
 struct Option {
   std::string rung;             // "ZeRO-2 + optimizer offload"
   bool checkpointing = false;
+  bool sequence_parallel = false;  // turned on by this option (strata.sequence_parallel=true)
   std::string skipped;          // why the rung was not planned ("" when it was)
   std::optional<Trial> trial;   // the largest micro-batch that fits, else micro-batch 1 (not fitting)
   StepCost cost;

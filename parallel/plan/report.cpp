@@ -59,13 +59,14 @@ std::string format_recommendation(const Recommendation& r, const config::Config&
     const Option& o = r.options[i];
     const std::string mark = r.chosen == i ? "* " : "  ";
     if (!o.skipped.empty()) {
-      if (o.checkpointing) continue;  // one line per skipped rung
+      if (o.checkpointing || o.sequence_parallel) continue;  // one line per skipped rung
       out += fmt::format("{}{:<40} skipped: {}\n", mark, o.rung, o.skipped);
       continue;
     }
     if (!o.trial) continue;
     const MemoryPlan& p = o.trial->plan;
-    out += fmt::format("{}{:<40} {:<5} {:>13} {:>12} {:>12} {:>12} {:<5} x{:.2f}\n", mark, o.rung,
+    const std::string name = o.sequence_parallel ? o.rung + " + sequence parallel" : o.rung;
+    out += fmt::format("{}{:<40} {:<5} {:>13} {:>12} {:>12} {:>12} {:<5} x{:.2f}\n", mark, name,
                        o.checkpointing ? "on" : "off",
                        fmt::format("{} x {}", p.micro_batch, p.accumulation),
                        format_bytes(p.peak(Tier::device)), format_bytes(p.peak(Tier::host)),
@@ -84,19 +85,23 @@ std::string format_recommendation(const Recommendation& r, const config::Config&
     return out;
   }
   const Option& c = r.options[*r.chosen];
-  out += fmt::format("recommended: {}, activation checkpointing {}, micro-batch {} x accumulation {} "
-                     "(global batch {} kept)\n  {}\n",
-                     c.rung, c.checkpointing ? "on" : "off", c.trial->plan.micro_batch,
+  out += fmt::format("recommended: {}{}, activation checkpointing {}, micro-batch {} x accumulation "
+                     "{} (global batch {} kept)\n  {}\n",
+                     c.rung, c.sequence_parallel ? ", sequence parallelism on" : "",
+                     c.checkpointing ? "on" : "off", c.trial->plan.micro_batch,
                      c.trial->plan.accumulation, cfg.train_batch_size, c.trial->change.flags());
   return out;
 }
 
 std::string format_plan_report(const MemoryPlan& plan, const config::Config& cfg) {
   return fmt::format(
-             "memory plan per rank: {} rank{}, micro-batch {} x accumulation {}, ZeRO stage {}{}\n",
+             "memory plan per rank: {} rank{}, micro-batch {} x accumulation {}, ZeRO stage {}{}{}\n",
              plan.ranks, plan.ranks == 1 ? "" : "s", plan.micro_batch, plan.accumulation,
              cfg.zero_optimization.stage,
-             cfg.strata.activation_checkpointing ? ", activation checkpointing" : "") +
+             cfg.strata.activation_checkpointing ? ", activation checkpointing" : "",
+             cfg.strata.sequence_parallel
+                 ? fmt::format(", sequence parallel over tp {}", cfg.strata.tensor_parallel_size)
+                 : "") +
          format_plan(plan) + (plan.fits() ? "fits the caps\n" : "does NOT fit the caps\n");
 }
 
@@ -104,7 +109,8 @@ nlohmann::json recommendation_json(const Recommendation& r) {
   nlohmann::json opts = nlohmann::json::array();
   for (std::size_t i = 0; i < r.options.size(); ++i) {
     const Option& o = r.options[i];
-    nlohmann::json j = {{"option", o.rung}, {"activation_checkpointing", o.checkpointing}};
+    nlohmann::json j = {{"option", o.rung}, {"activation_checkpointing", o.checkpointing},
+                        {"sequence_parallel", o.sequence_parallel}};
     if (!o.skipped.empty()) j["skipped"] = o.skipped;
     if (o.trial) {
       j["plan"] = plan_json(o.trial->plan);

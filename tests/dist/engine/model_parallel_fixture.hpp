@@ -44,10 +44,13 @@ using WholeModel = std::function<std::map<std::string, std::vector<float>>(paral
 
 // For each ordered pair of `layouts` (sizes of one axis): spec(size) trained 3 steps at ZeRO 2 and
 // saved, then loaded into spec(other size) at ZeRO 1 — masters and moments bitwise, and the next
-// step's loss within 1e-6 of the run that went on (same global batch: 2 rows per rank).
+// step's loss within 1e-6 of the run that went on (same global batch: 2 rows per rank). With
+// size_of, a layout is a code that spec reads and size_of(code) is its axis size.
 inline void expect_checkpoints_move(const std::vector<int>& layouts, const std::string& tag,
                                     const std::function<JobSpec(int size, int zero)>& spec,
-                                    const WholeModel& whole, int vocab) {
+                                    const WholeModel& whole, int vocab,
+                                    const std::function<int(int)>& size_of = {}) {
+  const auto size = [&](int layout) { return size_of ? size_of(layout) : layout; };
   const auto& w = world();
   SharedTempDir tmp(w, tag);
   const std::string tokens = write_tokens(w, tmp.sub("train.tok"), vocab, 1601);
@@ -59,7 +62,7 @@ inline void expect_checkpoints_move(const std::vector<int>& layouts, const std::
       const std::string root = tmp.sub(fmt::format("ck_{}_{}", from, to));
       JobSpec save_spec = spec(from, 2);
       save_spec.tokens = tokens;
-      save_spec.micro = global_rows / (w.size() / from);
+      save_spec.micro = global_rows / (w.size() / size(from));
       save_spec.ckpt.root = root;
       std::map<std::string, std::vector<float>> master, m, v;
       double next_loss = 0;
@@ -74,7 +77,7 @@ inline void expect_checkpoints_move(const std::vector<int>& layouts, const std::
       }
       JobSpec load_spec = spec(to, 1);
       load_spec.tokens = tokens;
-      load_spec.micro = global_rows / (w.size() / to);
+      load_spec.micro = global_rows / (w.size() / size(to));
       Job b(w, load_spec);
       b.scramble();
       b.apply(b.ck->load(checkpoint::join_path(root, checkpoint::step_dir_name(3))));

@@ -92,6 +92,7 @@ struct JobSpec {
   int pp = 1;          // pipeline stages (the data is split over dp = world / (tp * pp))
   int vpp = 1;         // model chunks per pipeline stage (the interleaved schedule)
   int tp = 1;          // tensor-parallel parts
+  bool sp = false;     // sequence parallelism over them (strata.sequence_parallel)
   std::string tokens;  // token file
   parallel::CheckpointOptions ckpt;
   // offload_optimizer (and so gradient offload); nvme: swap files under `swap`.
@@ -117,6 +118,7 @@ struct Job {
     cfg.strata.pipeline_parallel_size = s.pp;
     cfg.strata.virtual_pipeline_stages = s.vpp;
     cfg.strata.tensor_parallel_size = s.tp;
+    cfg.strata.sequence_parallel = s.sp;
     cfg.zero_optimization.offload_optimizer.device = s.offload;
     if (s.offload == config::OffloadDevice::nvme) {
       cfg.zero_optimization.offload_optimizer.nvme_path = s.swap;

@@ -2,9 +2,10 @@
 // parameters (by placement: a range, or a hyperslab of rows for a parameter split along a later
 // dimension) and part 0 the replicated ones, so the files hold whole parameters
 // under their global names and shapes and the manifest records tp; a tp = 2 run resumed from step
-// 3 equals the run that never stopped, bitwise; and a checkpoint moves between tensor layouts
-// (tp 2 <-> tp 1, tp 4, with a ZeRO-stage change) with every master and moment bitwise and the
-// next loss within 1e-6 of the uninterrupted run.
+// 3 equals the run that never stopped, bitwise (also with sequence parallelism); and a checkpoint
+// moves between tensor layouts (tp 2 <-> tp 1, tp 4, with a ZeRO-stage change; with and without
+// sequence parallelism, whose checkpoints are the same) with every master and moment bitwise and
+// the next loss within 1e-6 of the uninterrupted run.
 #include <gtest/gtest.h>
 
 #include "framework/checkpoint/naming.hpp"
@@ -34,10 +35,12 @@ TEST(TensorResume, SixStepsEqualThreeSaveLoadThree) {
   const auto& w = world();
   SharedTempDir tmp(w, "tp_resume");
   const std::string tokens = write_tokens(w, tmp.sub("train.tok"), tp_gpt().vocab_size, 1601);
-  for (int zero : {1, 3}) {
-    SCOPED_TRACE(fmt::format("tp 2 x dp {}, ZeRO {}", w.size() / 2, zero));
+  for (const auto& [zero, sp] : {std::pair{1, false}, std::pair{3, false}, std::pair{1, true}}) {
+    SCOPED_TRACE(fmt::format("tp 2 x dp {}, ZeRO {}{}", w.size() / 2, zero,
+                             sp ? ", sequence parallel" : ""));
     JobSpec spec = tp_spec(tokens, 2, zero);
-    spec.ckpt.root = tmp.sub("ck" + std::to_string(zero));
+    spec.sp = sp;
+    spec.ckpt.root = tmp.sub(fmt::format("ck{}{}", zero, sp ? "sp" : ""));
     std::vector<double> straight;
     std::map<std::string, std::vector<float>> master, m, v, saved;
     {
@@ -95,6 +98,25 @@ TEST(TensorReshard, CheckpointsMoveBetweenTensorLayouts) {
   expect_checkpoints_move(
       layouts, "tp_reshard", [](int tp, int zero) { return tp_spec("", tp, zero); },
       [](parallel::Training& t, int which) { return assemble_tp(t, which); }, tp_gpt().vocab_size);
+}
+
+// Sequence parallelism changes where activations live, not the parameters: a checkpoint written
+// with it loads into a run without it and back: tp 2 without it <-> tp 2 with it (on 2 ranks
+// only: the checkpoints' slices do not depend on it, and the 4-rank case would add a minute of
+// checkpoint I/O to the suite). A layout code is tp, plus 100 with sequence parallelism.
+TEST(TensorReshard, SequenceParallelCheckpointsMoveToAndFromRunsWithout) {
+  const SingleThreaded one_thread;
+  if (world().size() != 2) GTEST_SKIP() << "runs on 2 ranks";
+  const std::vector<int> layouts{2, 102};
+  expect_checkpoints_move(
+      layouts, "sp_reshard",
+      [](int code, int zero) {
+        JobSpec s = tp_spec("", code % 100, zero);
+        s.sp = code > 100;
+        return s;
+      },
+      [](parallel::Training& t, int which) { return assemble_tp(t, which); }, tp_gpt().vocab_size,
+      [](int code) { return code % 100; });
 }
 
 }  // namespace

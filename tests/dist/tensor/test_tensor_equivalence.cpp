@@ -4,7 +4,8 @@
 // rank's tp index form that reference: with dp = 1 it is one rank with the whole batch) — every
 // step's loss and gradient norm within 1e-6 relative, the final fp32 masters reassembled from the
 // parts by placement and compared parameter by parameter, and the replicated parameters
-// (LayerNorms, wpe, row-parallel biases) bitwise equal on every part. The reference keeps dp's own
+// (LayerNorms, wpe, row-parallel biases) bitwise equal on every part; the same with sequence
+// parallelism (AdamW at ZeRO 1, SGD at ZeRO 3; bf16 in the mixed-precision test). The reference keeps dp's own
 // summation order out of the comparison. AdamW runs with eps 1e-6: with 1e-8, AdamW turns the
 // round-off of near-zero gradients into +-lr steps and on this model dp = 2 alone (no tp) then
 // differs from one rank by 5.8e-6 in the gradient norm and 1.6e-4 in a weight after 6 steps.
@@ -34,6 +35,7 @@ struct Case {
   int zero;
   bool sgd = false;  // SGD, else AdamW
   bool lion = false;  // Lion (element-wise state, as AdamW's, on tensor-parallel parts)
+  bool sp = false;    // sequence parallelism (strata.sequence_parallel)
 };
 
 class TensorEquivalence : public ::testing::TestWithParam<Case> {};
@@ -51,8 +53,10 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
   o.max_grad_norm = 0.5;
   for (int tp : tensor_sizes(w.size())) {
     const int dp = w.size() / tp;
-    SCOPED_TRACE(fmt::format("tp {} x dp {}, ZeRO {}", tp, dp, k.zero));
-    Replica par(c, tp_config(o, b, m, k.zero, tp), w);
+    SCOPED_TRACE(fmt::format("tp {} x dp {}, ZeRO {}{}", tp, dp, k.zero, k.sp ? ", sequence parallel" : ""));
+    config::Config cfg = tp_config(o, b, m, k.zero, tp);
+    cfg.strata.sequence_parallel = k.sp;
+    Replica par(c, cfg, w);
     // tp = 1 over the dp ranks of this tp index (ZeRO 0), fed the same micro-batches.
     const int tp_index = w.rank() % tp;
     Replica ref(c, tp_config(o, b, m, 0, 1), w.split(tp_index, w.rank(), "tp1"));
@@ -68,9 +72,10 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
     const auto worst = w.all_reduce_values(std::array<double, 2>{cmp.worst_rel_l2, cmp.key_bias_abs},
                                            parallel::ReduceOp::max);
     if (w.rank() == 0)
-      std::printf("tp=%d dp=%d ZeRO %d %s: worst loss rel %.2e, grad norm rel %.2e, weights worst "
+      std::printf("tp=%d%s dp=%d ZeRO %d %s: worst loss rel %.2e, grad norm rel %.2e, weights worst "
                   "rel L2 of a parameter %.2e (key biases: max abs diff %.1e)\n",
-                  tp, dp, k.zero, k.sgd ? "SGD" : k.lion ? "Lion" : "AdamW",
+                  tp, k.sp ? " (sequence parallel)" : "", dp, k.zero,
+                  k.sgd ? "SGD" : k.lion ? "Lion" : "AdamW",
                   agree.worst_loss, agree.worst_norm, worst[0], worst[1]);
     // Losses and norms: fp32 noise (each row-parallel output and each input gradient is a sum of
     // tp partial matmuls, the cross-entropy's sums are reduced over the vocabulary slices). Weights
@@ -88,12 +93,14 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& i) {
   return "zero" + std::to_string(i.param.zero) + (i.param.sgd ? "_sgd" : "") +
-         (i.param.lion ? "_lion" : "");
+         (i.param.lion ? "_lion" : "") + (i.param.sp ? "_sp" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(ZeroStages, TensorEquivalence,
                          ::testing::Values(Case{0}, Case{1}, Case{2}, Case{3},
-                                           Case{0, true}, Case{1, false, true}),
+                                           Case{0, true}, Case{1, false, true},
+                                           // Sequence parallelism: AdamW at ZeRO 1, SGD at ZeRO 3.
+                                           Case{1, false, false, true}, Case{3, true, false, true}),
                          case_name);
 
 }  // namespace
@@ -136,9 +143,12 @@ TEST(TensorMixedPrecision, SixteenBitMatchesOneRankTensorLayout) {
   train::TrainerOptions o;
   o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3, .eps = 1e-6});
   o.max_grad_norm = 0.5;
-  for (DType dt : {DType::bf16, DType::f16}) {
-    SCOPED_TRACE(std::string(dtype_name(dt)));
-    Replica par(c, tp_config(o, b, m, 1, tp, dt), w);
+  for (const auto& [dt, sp] : {std::pair{DType::bf16, false}, std::pair{DType::f16, false},
+                              std::pair{DType::bf16, true}}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)) + (sp ? " sequence parallel" : ""));
+    config::Config cfg = tp_config(o, b, m, 1, tp, dt);
+    cfg.strata.sequence_parallel = sp;
+    Replica par(c, cfg, w);
     Replica ref(c, tp_config(o, b, m, 0, 1, dt), w.split(w.rank() % tp, w.rank(), "tp1"));
     const auto me = par.training->grid().coords();
     BatchFeed feed{dp, me.dp, b, c.block_size, c.vocab_size};
@@ -152,7 +162,9 @@ TEST(TensorMixedPrecision, SixteenBitMatchesOneRankTensorLayout) {
       EXPECT_EQ(a.result.loss_scale, r.result.loss_scale) << "step " << s;
       EXPECT_EQ(a.result.applied, r.result.applied) << "step " << s;
     }
-    if (w.rank() == 0) std::printf("tp=2 dp=%d %s: worst loss rel %.2e\n", dp, std::string(dtype_name(dt)).c_str(), worst);
+    if (w.rank() == 0)
+      std::printf("tp=2%s dp=%d %s: worst loss rel %.2e\n", sp ? " (sequence parallel)" : "", dp,
+                  std::string(dtype_name(dt)).c_str(), worst);
   }
 }
 

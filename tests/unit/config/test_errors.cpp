@@ -202,6 +202,19 @@ const BadConfig kBad[] = {
      R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 3, "strata": {"pipeline_parallel_size": 2, "virtual_pipeline_stages": 2, "model": {"n_layer": 4}}})",
      {"gradient_accumulation_steps 3 is not a multiple of strata.pipeline_parallel_size 2: the "
       "interleaved schedule"}},
+    {"SequenceParallelWithoutTensorParallelism",
+     "{" MICRO R"(, "strata": {"sequence_parallel": true}})",
+     {"strata.sequence_parallel is true but strata.tensor_parallel_size is 1: sequence "
+      "parallelism splits the tokens over the tensor-parallel ranks; set "
+      "strata.sequence_parallel to false, or tensor_parallel_size to 2 or more"}},
+    {"SequenceParallelWithBlockSizeNotSplittable",
+     "{" MICRO R"(, "strata": {"tensor_parallel_size": 4, "sequence_parallel": true, "model": {"vocab_size": 50304, "block_size": 1022}}})",
+     {"strata.model.block_size 1022 is not divisible by strata.tensor_parallel_size 4: with "
+      "strata.sequence_parallel each tensor-parallel rank holds 1/4 of a sequence; make "
+      "block_size a multiple of it (e.g. 1024), or set strata.sequence_parallel to false"}},
+    {"SequenceParallelNotABoolean",
+     "{" MICRO R"(, "strata": {"tensor_parallel_size": 2, "sequence_parallel": 1, "model": {"vocab_size": 50304}}})",
+     {"strata.sequence_parallel must be"}},
     {"VirtualStagesZero",
      "{" MICRO R"(, "strata": {"virtual_pipeline_stages": 0}})",
      {"strata.virtual_pipeline_stages is 0; allowed: an integer >= 1"}},
