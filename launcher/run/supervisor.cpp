@@ -146,7 +146,7 @@ AttemptResult run_attempt(const RunOptions& o, const LaunchPlan& plan, const Att
   r.number = dirs.attempt;
   r.direct = plan.direct;
   const auto start = Clock::now();
-  const pid_t pid = spawn({plan.argv, plan.env, true, SIGTERM, true});
+  const pid_t pid = spawn({plan.argv, plan.env, true, SIGTERM, true, {}});
   Watchdog watchdog(o.watchdog_s, o.startup_s(), o.ranks, start);
   std::optional<Clock::time_point> term_sent, failed_at;
   const auto grace = std::chrono::duration<double>(o.kill_grace_s);
