@@ -12,6 +12,8 @@
 #   grow    as shrink, then n2's link comes back: the job saves at the next step and grows back
 #           to both nodes (dp 2, accumulation 1), and finishes there; losses as above.
 #   wait    --nodes 2:2: the launcher waits --node-grace for n2, then gives up (exit 4) naming it.
+#   health  node n2 stays, but its ranks are killed (SIGKILL) in two attempts in a row: the
+#           launcher leaves it out and the job finishes on n1; losses as above.
 # Needs root (ip netns, unshare --uts): otherwise it exits 77 (skipped) saying why.
 # usage: netns_elastic.sh MODE STRATA TRAIN_GPT SOURCE_DIR
 set -u
@@ -48,8 +50,8 @@ for i in $(seq 1 400); do
   echo "line $i: sphinx of black quartz, judge my vow, $((i * 7 % 11)) times"
 done >"$T/corpus.txt"
 "$strata" data prepare --input "$T/corpus.txt" --output "$T/tiny" >/dev/null || fail "data prepare failed"
-steps=24
-[[ $mode == grow ]] && steps=44  # room for growing back before the end
+steps=16
+[[ $mode == grow ]] && steps=32  # room for growing back before the end
 cat >"$T/config.json" <<JSON
 {
   "train_micro_batch_size_per_gpu": 4,
@@ -100,28 +102,49 @@ step_of() {
 }
 for _ in $(seq 1 1200); do (($(step_of 2) >= 5)) && break; sleep 0.05; done
 (($(step_of 2) >= 5)) || fail "rank 2 (node n2) did not reach step 5"
-echo "node n2 taken away at step $(step_of 2): link down, every process in it frozen (SIGSTOP)"
-taken=$SECONDS taken_ns=$(date +%s%N)
-# A node that dies silently: no process on it answers, nothing reaches the others (its ranks and
-# Open MPI's daemon there are stopped, so no connection is closed; the launcher kills them with
-# the rest of the attempt).
-ip -n strata-n2 link set eth0 down
-pids=$(ip netns pids strata-n2)
-[[ -n $pids ]] && kill -STOP $pids
-
+# The train_gpt processes inside node $1's network namespace.
+node_ranks() {
+  local p
+  for p in $(ip netns pids "strata-$1"); do
+    [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$train_gpt")" ]] && echo "$p"
+  done
+}
+if [[ $mode == health ]]; then
+  echo "kill -9 node n2's ranks at step $(step_of 2)"
+  kill -KILL $(node_ranks n2)
+  for _ in $(seq 1 1200); do
+    grep -q "attempt 2 (restart 1" "$T/b/err" 2>/dev/null && (($(step_of 2) >= 6)) && break
+    sleep 0.05
+  done
+  (($(step_of 2) >= 6)) || fail "attempt 2 did not run on n2 again"
+  echo "kill -9 node n2's ranks again at step $(step_of 2)"
+  taken=$SECONDS taken_ns=$(date +%s%N)
+  kill -KILL $(node_ranks n2)
+else
+  echo "node n2 taken away at step $(step_of 2): link down, every process in it frozen (SIGSTOP)"
+  taken=$SECONDS taken_ns=$(date +%s%N)
+  # A node that dies silently: no process on it answers, nothing reaches the others (its ranks and
+  # Open MPI's daemon there are stopped, so no connection is closed; the launcher kills them with
+  # the rest of the attempt).
+  ip -n strata-n2 link set eth0 down
+  pids=$(ip netns pids strata-n2)
+  [[ -n $pids ]] && kill -STOP $pids
+fi
 # The time from the loss of n2 to the restart on the nodes that remain.
+restart_line="attempt 2"
+[[ $mode == health ]] && restart_line="attempt 3"
 for _ in $(seq 1 1200); do
-  grep -q "attempt 2" "$T/b/err" 2>/dev/null && break
+  grep -q "$restart_line" "$T/b/err" 2>/dev/null && break
   kill -0 "$launcher" 2>/dev/null || break
   sleep 0.05
 done
-grep -q "attempt 2" "$T/b/err" &&
+grep -q "$restart_line" "$T/b/err" &&
   echo "restarted $(( ($(date +%s%N) - taken_ns) / 1000000 )) ms after n2 was taken away (--watchdog 3, --kill-grace 1, --node-grace 2)"
 
 if [[ $mode == grow ]]; then
   # Back once the job runs on n1 alone and made a few steps there.
   for _ in $(seq 1 1200); do
-    grep -q "attempt 2: 2 ranks on n1:2" "$T/b/err" 2>/dev/null && (($(step_of 0) >= 8)) && break
+    grep -q "attempt 2: 2 ranks on n1:2" "$T/b/err" 2>/dev/null && (($(step_of 0) >= 6)) && break
     sleep 0.1
   done
   grep -q "attempt 2: 2 ranks on n1:2" "$T/b/err" || fail "the job did not restart on n1 alone"
@@ -142,9 +165,16 @@ if [[ $mode == wait ]]; then
   exit 0
 fi
 [[ $rc == 0 ]] || fail "the elastic run: exit status $rc"
-grep -q "watchdog: no rank made progress" "$T/b/err" || fail "the hang was not ended by the watchdog"
-grep -q "resizing 2 -> 1 node (n1): 4 -> 2 ranks, dp 2 -> 1, gradient accumulation 1 -> 2, global batch 8 kept: node n2 did not answer within --node-grace 2 s" "$T/b/err" ||
-  fail "no shrink line with its reason"
+if [[ $mode == health ]]; then
+  grep -q "node n2 is left out: its ranks failed first in 2 attempts in a row" "$T/b/err" ||
+    fail "n2 was not named and left out"
+  grep -q "resizing 2 -> 1 node (n1): 4 -> 2 ranks, dp 2 -> 1, gradient accumulation 1 -> 2, global batch 8 kept: node n2 left out (its ranks failed first twice in a row)" "$T/b/err" ||
+    fail "no shrink line with its reason"
+else
+  grep -q "watchdog: no rank made progress" "$T/b/err" || fail "the hang was not ended by the watchdog"
+  grep -q "resizing 2 -> 1 node (n1): 4 -> 2 ranks, dp 2 -> 1, gradient accumulation 1 -> 2, global batch 8 kept: node n2 did not answer within --node-grace 2 s" "$T/b/err" ||
+    fail "no shrink line with its reason"
+fi
 grep -q "resizing 2 -> 1 node" "$T/b/logs/elastic.log" || fail "the change is not in logs/elastic.log"
 grep -q "resumed from ck/step_" "$T/b/out" || fail "the restart did not resume from a checkpoint"
 grep -q '"resize":"2 -> 1 node (n1)' "$T/b/m.jsonl" || fail "the metrics do not mark the shrink"
