@@ -166,8 +166,7 @@ Resize plan_resize(const BatchLayout& base, int world) {
     user_fail("run", "cannot keep the global batch {} on {} rank{} (data-parallel size {}): it is "
               "not divisible by micro-batch {} × dp {} = {}; stopping (choose a global batch "
               "that every allowed node count divides, or a narrower --nodes)",
-              base.global_batch, world, world == 1 ? "" : "s", dp, base.micro_batch, dp,
-              base.micro_batch, dp, per_step);
+              base.global_batch, world, world == 1 ? "" : "s", dp, base.micro_batch, dp, per_step);
   return {world, dp, base.global_batch / per_step};
 }
 

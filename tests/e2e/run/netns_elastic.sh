@@ -12,6 +12,8 @@
 #   grow    as shrink, then n2's link comes back: the job saves at the next step and grows back
 #           to both nodes (dp 2, accumulation 1), and finishes there; losses as above.
 #   wait    --nodes 2:2: the launcher waits --node-grace for n2, then gives up (exit 4) naming it.
+#   nodivide  n1 runs 2 ranks and n2 1, tp 1 and micro-batch 2 (global batch 6 on dp 3): without
+#           n2, dp 2 cannot keep it (6 is not a multiple of 2 x 2): one-line error, exit 1.
 #   health  node n2 stays, but its ranks are killed (SIGKILL) in two attempts in a row: the
 #           launcher leaves it out and the job finishes on n1; losses as above.
 # Needs root (ip netns, unshare --uts): otherwise it exits 77 (skipped) saying why.
@@ -45,6 +47,11 @@ fail() {
 }
 "$net/up" 2 >/dev/null || fail "cluster/netns/up 2 failed"
 printf 'n1 slots=2\nn2 slots=2\n' >"$T/hostfile"
+extra=()
+if [[ $mode == nodivide ]]; then
+  printf 'n1 slots=2\nn2 slots=1\n' >"$T/hostfile"
+  extra=(--set strata.tensor_parallel_size=1 --set train_micro_batch_size_per_gpu=2)
+fi
 
 for i in $(seq 1 400); do
   echo "line $i: sphinx of black quartz, judge my vow, $((i * 7 % 11)) times"
@@ -78,7 +85,7 @@ mpi_args=(--mpi-arg=--mca --mpi-arg=plm_rsh_agent --mpi-arg="$net/rsh"
 
 # The reference: the same global batch (8) without interruption, on one node: tp 2, dp 1,
 # accumulation 2 (only in shrink and grow).
-if [[ $mode != wait ]]; then
+if [[ $mode != wait && $mode != nodivide ]]; then
   mkdir -p "$T/a"
   (cd "$T/a" && OMP_NUM_THREADS=1 "$strata" run -n 2 --log-dir logs -- "$train_gpt" \
     --config "$T/config.json" --set gradient_accumulation_steps=2 --checkpoint-dir ck --metrics m.jsonl \
@@ -93,7 +100,7 @@ mkdir -p "$T/b"
 (cd "$T/b" && OMP_NUM_THREADS=1 exec "$net/enter" n1 "$strata" run --nodes $range \
   --hostfile "$T/hostfile" --node-grace 2 --watchdog 3 --watchdog-startup 60 --restart-delay 0.5 \
   --max-restarts 3 --kill-grace 1 "${mpi_args[@]}" --log-dir logs -- "$train_gpt" \
-  --config "$T/config.json" --checkpoint-dir ck --metrics m.jsonl --threads 1 >out 2>err) &
+  --config "$T/config.json" --checkpoint-dir ck --metrics m.jsonl --threads 1 "${extra[@]}" >out 2>err) &
 launcher=$!
 step_of() {
   local s
@@ -156,6 +163,13 @@ wait "$launcher"
 rc=$?
 launcher=""
 grep "strata run:" "$T/b/err" | sed 's/^/  /'
+if [[ $mode == nodivide ]]; then
+  [[ $rc == 1 ]] || fail "a global batch that does not divide: exit status $rc, not 1"
+  grep -q "^strata.*cannot keep the global batch 6 on 2 ranks (data-parallel size 2): it is not divisible by micro-batch 2 × dp 2 = 4; stopping" "$T/b/err" ||
+    fail "no one-line error saying the batch cannot be kept"
+  echo "ok: the global batch 6 cannot be kept on dp 2: one-line error, exit 1"
+  exit 0
+fi
 if [[ $mode == wait ]]; then
   [[ $rc == 4 ]] || fail "--nodes 2:2 without n2: exit status $rc, not 4"
   grep -q "giving up: 1 node can run the job (n1) and --nodes 2:2 needs at least 2; node n2 did not answer within --node-grace 2 s" "$T/b/err" ||

@@ -138,12 +138,13 @@ TEST(ElasticBatch, shrinking_keeps_the_global_batch_through_accumulation) {
 TEST(ElasticBatch, refuses_when_the_batch_does_not_divide) {
   // Global 8 = micro 4 x dp 2: on 3 data-parallel ranks it cannot be kept.
   expect_elastic_error([] { plan_resize(make_layout(2, 1, 4, 1, 8), 3); },
-                        "cannot keep the global batch 8 on 3 ranks");
+                        "cannot keep the global batch 8 on 3 ranks (data-parallel size 3): it is "
+                       "not divisible by micro-batch 4 × dp 3 = 12; stopping");
   // Tensor parallel 2 cannot run on 3 ranks at all.
   expect_elastic_error([] { plan_resize(make_layout(4, 2, 4, 1, 8), 3); },
                         "not a multiple of it");
   // dp 4 x micro 4 = 16 does not divide 8 either (growing).
-  expect_elastic_error([] { plan_resize(make_layout(2, 1, 4, 1, 8), 4); }, "micro-batch 4 × dp 4");
+  expect_elastic_error([] { plan_resize(make_layout(2, 1, 4, 1, 8), 4); }, "micro-batch 4 × dp 4 = 16;");
 }
 
 TEST(ElasticBatch, the_layout_file_round_trips_and_incomplete_is_none) {
