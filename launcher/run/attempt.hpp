@@ -22,6 +22,7 @@ struct AttemptResult {
   bool killed = false;              // the launcher had to SIGKILL the job
   std::vector<ExitRecord> records;  // ranks that failed, earliest first
   ProgressMap progress;             // the ranks' last progress
+  std::string hosts;                // mpirun's --host for this attempt ("" = none given)
   std::optional<Nodes> grow_to;     // elastic: nodes answered again; the ranks were asked to
   std::string grow_reason;          // save and stop so that the job restarts on grow_to
 

@@ -363,6 +363,10 @@ int supervise(RunOptions o) {
     if (attempt == 1 && !o.slurm_job.empty())
       say(fmt::format("Slurm job {}: {} rank{} on {}", o.slurm_job, o.ranks,
                       o.ranks == 1 ? "" : "s", o.hosts));
+    if (attempt == 1 && el && o.watchdog_s == 0)
+      say("note: --nodes without --watchdog: a node that dies without a word (power, network) is "
+          "noticed only when the other ranks' collectives time out (strata.comm.timeout_s, 300 s "
+          "by default)");
     if (attempt == 1)
       say(fmt::format("{} rank{} {}{}; logs in {}/rank_XXXXX.log", o.ranks, o.ranks == 1 ? "" : "s",
                       plan.direct ? "without mpirun" : "with mpirun",
@@ -370,16 +374,18 @@ int supervise(RunOptions o) {
                                        el->range.min, el->range.max)
                          : std::string(),
                       dirs.log_dir));
-    else if (el && !el->change.empty())
+    else if (el && ao.hosts != attempts.back().hosts)
       say(fmt::format("attempt {}: {} rank{} on {}", attempt, ao.ranks, ao.ranks == 1 ? "" : "s",
                       ao.hosts));
     else
       say(fmt::format("attempt {} (restart {} of {})", attempt, failures, o.max_restarts));
     attempts.push_back(run_attempt(ao, plan, dirs, signals, el ? &*el : nullptr));
+    attempts.back().hosts = ao.hosts;
     const AttemptResult& r = attempts.back();
     if (el) {
       if (!el->base) el->base = read_layout(dirs.progress_dir);
-      el->change.clear();
+      // The change reaches the ranks (and the metrics) until an attempt trains a step with it.
+      if (!r.progress.empty()) el->change.clear();
     }
     if (!r.ok()) {
       // The failed ranks' last words (their errors), once each, not once per rank.
