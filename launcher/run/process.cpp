@@ -41,10 +41,10 @@ pid_t spawn(const SpawnSpec& spec) {
   argv.push_back(nullptr);
   const std::string exec_failed = fmt::format("strata run: cannot execute {}: ", args[0]);
   const pid_t parent = getpid();
-  const int out_fd = spec.output_file.empty()
-                         ? -1
-                         : open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                                0644);
+  const int out_fd =
+      spec.output_file.empty()
+          ? -1
+          : open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
   const pid_t pid = fork();
   if (pid < 0) {

@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <memory>
-#include <set>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <memory>
+#include <set>
 
 #include "framework/core/error.hpp"
 #include "launcher/run/attempt.hpp"
@@ -69,8 +69,8 @@ struct Elastic {
   std::optional<BatchLayout> base;  // the batch as the first attempt reported it
   ProbeSpec probe;
   double grace_s = 30;
-  std::string change;     // why the size changed before this attempt ("": it did not)
-  std::string log_file;   // <log-dir>/elastic.log: every change of size, one line each
+  std::string change;    // why the size changed before this attempt ("": it did not)
+  std::string log_file;  // <log-dir>/elastic.log: every change of size, one line each
 
   std::vector<std::string> names(const Nodes& n) const {
     std::vector<std::string> v;
@@ -106,9 +106,10 @@ struct Elastic {
 class GrowMonitor {
  public:
   GrowMonitor(const ProbeSpec& spec, std::vector<std::string> hosts, double interval_s)
-      : spec_(spec), hosts_(std::move(hosts)),
-        interval_(std::chrono::duration_cast<Clock::duration>(
-            std::chrono::duration<double>(interval_s))),
+      : spec_(spec),
+        hosts_(std::move(hosts)),
+        interval_(
+            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s))),
         next_(Clock::now() + interval_) {}
   // The hosts that answered in the round that just ended (empty most of the time).
   std::vector<std::string> poll(Clock::time_point now) {
@@ -197,7 +198,8 @@ AttemptResult run_attempt(const RunOptions& o, const LaunchPlan& plan, const Att
             r.grow_to = to;
             r.grow_reason = fmt::format("node{} {} answer{} again", back.size() == 1 ? "" : "s",
                                         fmt::join(back, ","), back.size() == 1 ? "s" : "");
-            say(fmt::format("{}: growing to {} nodes at the next step (the ranks save a "
+            say(
+                fmt::format("{}: growing to {} nodes at the next step (the ranks save a "
                             "checkpoint and stop; the job restarts on {})",
                             r.grow_reason, to.size(), host_names(to)));
             kill(pid, SIGUSR1);
@@ -245,8 +247,8 @@ std::optional<int> elastic_after_failure(Elastic& el, const AttemptResult& r, Si
       break;
     }
   if (el.health.record_failure(el.names(el.current), blamed))
-    el.log(fmt::format("node {} is left out: its ranks failed first in {} attempts in a row", blamed,
-                       el.health.streak(blamed)));
+    el.log(fmt::format("node {} is left out: its ranks failed first in {} attempts in a row",
+                       blamed, el.health.streak(blamed)));
   std::vector<std::string> candidates;
   for (const Node& n : el.all)
     if (!el.health.unhealthy(n.host)) candidates.push_back(n.host);
@@ -259,11 +261,12 @@ std::optional<int> elastic_after_failure(Elastic& el, const AttemptResult& r, Si
   };
   std::vector<std::string> missing = missing_of();
   if (!missing.empty()) {
-    say(fmt::format("node{} {} do{} not answer (probe: {}; its output in {}/probe/); waiting up to "
-                    "{:g} s (--node-grace) for {} to come back",
-                    missing.size() == 1 ? "" : "s", fmt::join(missing, ","),
-                    missing.size() == 1 ? "es" : "", fmt::join(probe_command(el.probe, missing[0]), " "),
-                    el.probe.log_dir, el.grace_s, missing.size() == 1 ? "it" : "them"));
+    say(fmt::format(
+        "node{} {} do{} not answer (probe: {}; its output in {}/probe/); waiting up to "
+        "{:g} s (--node-grace) for {} to come back",
+        missing.size() == 1 ? "" : "s", fmt::join(missing, ","), missing.size() == 1 ? "es" : "",
+        fmt::join(probe_command(el.probe, missing[0]), " "), el.probe.log_dir, el.grace_s,
+        missing.size() == 1 ? "it" : "them"));
     const auto until = Clock::now() + std::chrono::duration<double>(el.grace_s);
     while (!missing.empty() && Clock::now() < until) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
@@ -285,18 +288,21 @@ std::optional<int> elastic_after_failure(Elastic& el, const AttemptResult& r, Si
       why += fmt::format("{}node {} left out (its ranks failed first twice in a row)",
                          why.empty() ? "" : "; ", n.host);
   if (static_cast<int>(next.size()) < el.range.min) {
-    say(fmt::format("giving up: {} node{} can run the job ({}) and --nodes {}:{} needs at least {}{}"
-                    ":\n{}", next.size(), next.size() == 1 ? "" : "s",
-                    next.empty() ? "none" : host_names(next), el.range.min, el.range.max,
-                    el.range.min, why.empty() ? "" : "; " + why, summary(attempts)));
+    say(fmt::format(
+        "giving up: {} node{} can run the job ({}) and --nodes {}:{} needs at least {}{}"
+        ":\n{}",
+        next.size(), next.size() == 1 ? "" : "s", next.empty() ? "none" : host_names(next),
+        el.range.min, el.range.max, el.range.min, why.empty() ? "" : "; " + why,
+        summary(attempts)));
     return kExitGaveUp;
   }
   if (next == el.current) return std::nullopt;
   if (!el.base && total_slots(next) != total_slots(el.current))
-    user_fail("run", "cannot restart on {} ({} ranks instead of {}): the program did not report "
+    user_fail("run",
+              "cannot restart on {} ({} ranks instead of {}): the program did not report "
               "its batch layout ($STRATA_PROGRESS_DIR/layout, which train_gpt writes at start), so "
-              "the global batch cannot be kept", host_names(next), total_slots(next),
-              total_slots(el.current));
+              "the global batch cannot be kept",
+              host_names(next), total_slots(next), total_slots(el.current));
   if (why.empty()) why = "nodes answer again";
   const std::string change = fmt::format("{}: {}", el.describe(next), why);
   el.log("resizing " + change);
@@ -399,9 +405,9 @@ int supervise(RunOptions o) {
                 : fmt::format("stopped; the job did not end cleanly: {}", r.failure()));
       return clean ? kExitStopped : kExitStopKilled;
     }
-    const bool all_done =
-        static_cast<int>(r.progress.size()) >= ao.ranks &&
-        std::all_of(r.progress.begin(), r.progress.end(), [](const auto& p) { return p.second.done; });
+    const bool all_done = static_cast<int>(r.progress.size()) >= ao.ranks &&
+                          std::all_of(r.progress.begin(), r.progress.end(),
+                                      [](const auto& p) { return p.second.done; });
     if (r.ok() && r.grow_to && !all_done) {
       el->health.record_success(el->names(el->current));
       const std::string change = fmt::format("{}: {}", el->describe(*r.grow_to), r.grow_reason);
@@ -427,9 +433,8 @@ int supervise(RunOptions o) {
       return f->code;
     }
     if (failures > o.max_restarts) {
-      say(fmt::format("giving up: the job failed {} time{} (--max-restarts {}):\n{}",
-                      failures, failures == 1 ? "" : "s", o.max_restarts,
-                      summary(attempts)));
+      say(fmt::format("giving up: the job failed {} time{} (--max-restarts {}):\n{}", failures,
+                      failures == 1 ? "" : "s", o.max_restarts, summary(attempts)));
       return kExitGaveUp;
     }
     if (el)

@@ -138,20 +138,20 @@ TEST(ElasticBatch, shrinking_keeps_the_global_batch_through_accumulation) {
 TEST(ElasticBatch, refuses_when_the_batch_does_not_divide) {
   // Global 8 = micro 4 x dp 2: on 3 data-parallel ranks it cannot be kept.
   expect_elastic_error([] { plan_resize(make_layout(2, 1, 4, 1, 8), 3); },
-                        "cannot keep the global batch 8 on 3 ranks (data-parallel size 3): it is "
+                       "cannot keep the global batch 8 on 3 ranks (data-parallel size 3): it is "
                        "not divisible by micro-batch 4 × dp 3 = 12; stopping");
   // Tensor parallel 2 cannot run on 3 ranks at all.
-  expect_elastic_error([] { plan_resize(make_layout(4, 2, 4, 1, 8), 3); },
-                        "not a multiple of it");
+  expect_elastic_error([] { plan_resize(make_layout(4, 2, 4, 1, 8), 3); }, "not a multiple of it");
   // dp 4 x micro 4 = 16 does not divide 8 either (growing).
-  expect_elastic_error([] { plan_resize(make_layout(2, 1, 4, 1, 8), 4); }, "micro-batch 4 × dp 4 = 16;");
+  expect_elastic_error([] { plan_resize(make_layout(2, 1, 4, 1, 8), 4); },
+                       "micro-batch 4 × dp 4 = 16;");
 }
 
 TEST(ElasticBatch, the_layout_file_round_trips_and_incomplete_is_none) {
   const std::string dir = testing::TempDir() + "/elastic_layout";
   std::filesystem::create_directories(dir);
-  std::ofstream(layout_path(dir))
-      << "world 4\nmodel_parallel 2\nmicro_batch 4\naccumulation 1\nglobal_batch 8\ncheckpoints 1\n";
+  std::ofstream(layout_path(dir)) << "world 4\nmodel_parallel 2\nmicro_batch 4\naccumulation "
+                                     "1\nglobal_batch 8\ncheckpoints 1\n";
   const auto l = read_layout(dir);
   ASSERT_TRUE(l);
   EXPECT_EQ(l->world, 4);
@@ -187,10 +187,11 @@ TEST(ElasticHealth, two_failures_in_a_row_leave_a_node_out) {
 TEST(ElasticBatch, describe_names_nodes_dp_and_accumulation) {
   const BatchLayout base = make_layout(4, 2, 4, 1, 8);
   const Nodes two = nodes_from_hosts("n1:2,n2:2");
-  const std::string d = describe_resize(two, {two[0]}, base, plan_resize(base, 4),
-                                        plan_resize(base, 2));
-  EXPECT_EQ(d, "2 -> 1 node (n1): 4 -> 2 ranks, dp 2 -> 1, gradient accumulation 1 -> 2, global "
-               "batch 8 kept");
+  const std::string d =
+      describe_resize(two, {two[0]}, base, plan_resize(base, 4), plan_resize(base, 2));
+  EXPECT_EQ(d,
+            "2 -> 1 node (n1): 4 -> 2 ranks, dp 2 -> 1, gradient accumulation 1 -> 2, global "
+            "batch 8 kept");
 }
 
 }  // namespace
