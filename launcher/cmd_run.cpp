@@ -55,7 +55,7 @@ void add_run_command(CLI::App& app) {
                   "(at least MIN) from its last complete checkpoint, same global batch (gradient "
                   "accumulation changes); nodes that answer again join at the next step, up to "
                   "MAX; a node whose ranks fail first twice in a row is left out");
-  cmd->add_option("--node-grace", o->node_grace_s,
+  auto* grace = cmd->add_option("--node-grace", o->node_grace_s,
                   "With --nodes: seconds a node that stopped answering may take to come back "
                   "before the job goes on without it")
       ->capture_default_str();
@@ -91,8 +91,9 @@ void add_run_command(CLI::App& app) {
                 "cannot change it (for programs that do not follow Strata's exit statuses)");
   cmd->add_option("program", o->program, "The program and its arguments (after --)")->required();
   cmd->footer(run::kExitCodesHelp);
-  cmd->callback([o, np] {
+  cmd->callback([o, np, grace] {
     o->ranks_given = np->count() > 0;
+    o->node_grace_given = grace->count() > 0;
     exit_with(run::supervise(*o));
   });
   add_rank_wrapper(app);

@@ -38,6 +38,8 @@ void validate(const RunOptions& o) {
                 "'host slots=N' line per node), or run inside a Slurm allocation", o.nodes);
   }
   check_seconds("--node-grace", o.node_grace_s, 86400);
+  if (o.node_grace_given && o.nodes.empty())
+    user_fail("run", "--node-grace is for elastic jobs: add --nodes MIN:MAX, or leave it out");
   if (o.program.empty())
     user_fail("run", "no program to run (write: strata run -n N -- PROGRAM ARGS...)");
 }

@@ -32,6 +32,7 @@ struct RunOptions {
   std::vector<std::string> program;   // PROGRAM ARGS...
   std::string nodes;                  // --nodes MIN:MAX or N: elastic (see elastic.hpp)
   double node_grace_s = 30;           // --node-grace: how long a lost node may take to answer
+  bool node_grace_given = false;      // --node-grace on the command line (only with --nodes)
   // Variables the launcher itself adds for the ranks (STRATA_ELASTIC_CHANGE): exported like
   // STRATA_PROGRESS_DIR.
   std::vector<std::pair<std::string, std::string>> launcher_env;

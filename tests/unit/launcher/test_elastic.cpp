@@ -79,6 +79,11 @@ TEST(ElasticRange, options_validate_it) {
   o.nodes = "1:2";
   o.node_grace_s = -1;
   expect_elastic_error([&] { validate(o); }, "--node-grace");
+  o.node_grace_s = 10;
+  o.node_grace_given = true;
+  o.nodes.clear();
+  o.ranks_given = true;
+  expect_elastic_error([&] { validate(o); }, "--node-grace is for elastic jobs");
 }
 
 TEST(ElasticNodes, hosts_need_slots_and_are_named_once) {
