@@ -49,6 +49,16 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--no-slurm", o->no_slurm,
                 "Inside a Slurm allocation, do not take the hosts and ranks from it (give -n and "
                 "--host/--hostfile)");
+  cmd->add_option("--nodes", o->nodes,
+                  "Elastic: MIN:MAX (or N) nodes of the hosts given. A node that fails and does "
+                  "not answer within --node-grace is left out and the job restarts on the rest "
+                  "(at least MIN) from its last complete checkpoint, same global batch (gradient "
+                  "accumulation changes); nodes that answer again join at the next step, up to "
+                  "MAX; a node whose ranks fail first twice in a row is left out");
+  auto* grace = cmd->add_option("--node-grace", o->node_grace_s,
+                  "With --nodes: seconds a node that stopped answering may take to come back "
+                  "before the job goes on without it")
+      ->capture_default_str();
   cmd->add_option("--max-restarts", o->max_restarts, "Restarts after a failure before giving up")
       ->capture_default_str();
   cmd->add_option("--restart-delay", o->restart_delay_s, "Seconds to wait before a restart")
@@ -81,8 +91,9 @@ void add_run_command(CLI::App& app) {
                 "cannot change it (for programs that do not follow Strata's exit statuses)");
   cmd->add_option("program", o->program, "The program and its arguments (after --)")->required();
   cmd->footer(run::kExitCodesHelp);
-  cmd->callback([o, np] {
+  cmd->callback([o, np, grace] {
     o->ranks_given = np->count() > 0;
+    o->node_grace_given = grace->count() > 0;
     exit_with(run::supervise(*o));
   });
   add_rank_wrapper(app);

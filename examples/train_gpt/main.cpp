@@ -68,6 +68,13 @@ int run(const Args& a) {
   const bool breakdown = cfg.wall_clock_breakdown;
   // Plans, builds the job, prints the summary and the plan, resumes (launcher/job/gpt_job.hpp).
   job::GptJob job(std::move(cfg), world.group(), job::JobOptions{a.metrics, a.log_dir, a.start});
+  if (progress && lead) {  // for `strata run --nodes`: the batch to keep when the size changes
+    const config::Config& c = job.config();
+    progress->layout(world.group().size(),
+                     static_cast<int>(c.strata.tensor_parallel_size * c.strata.pipeline_parallel_size),
+                     c.train_micro_batch_size_per_gpu, c.gradient_accumulation_steps,
+                     c.train_batch_size, !c.strata.checkpoint.dir.empty());
+  }
   bool stopped = false;
   while (!job.finished() && !stopped) {
     const job::StepOutcome out = job.run_step();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "framework/backend/cpu/kernels.hpp"
 #include "framework/checkpoint/catalog.hpp"
@@ -90,6 +91,16 @@ GptJob::GptJob(config::Config cfg_in, const parallel::Group& world, const JobOpt
   // A resumed run continues the file of the run it resumes.
   if (const std::string path = metrics_path(o.metrics, world.rank()); !path.empty())
     metrics_.open(path, start_ > 0);
+  // `strata run --nodes` changed the job's size before this run (launcher/run/elastic.hpp).
+  if (const char* change = std::getenv("STRATA_ELASTIC_CHANGE"); change && *change) {
+    resize_ = change;
+    if (lead_) {
+      std::printf("strata run changed the job's size: %s (resumed at step %lld on %d ranks, dp %d, "
+                  "gradient accumulation %d)\n", change, static_cast<long long>(start_),
+                  world.size(), training_->grid().dp_size(), accum_);
+      std::fflush(stdout);
+    }
+  }
   monitors_ = std::make_unique<Monitors>(c, lead_);  // tensorboard, csv_monitor (rank 0)
   every_step_ = metrics_.is_open() || o.every_step || monitors_->any();
   t0_ = last_ = clock::now();
@@ -151,6 +162,9 @@ StepOutcome GptJob::run_step() {
   r.fp16 = train::precision_of(cfg) == train::Precision::fp16;
   r.rank = world.rank();
   r.world_size = world.size();
+  r.data_parallel_size = training_->grid().dp_size();
+  r.accumulation = accum_;
+  if (step_ == start_ + 1) r.resize = resize_;  // the mark of a size change, on its first step
   // Peak device bytes of the step, max over ranks.
   r.peak_device =
       static_cast<std::uint64_t>(engine.max_over_ranks(static_cast<double>(ledger_.peak(Tier::device))));

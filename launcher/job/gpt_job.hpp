@@ -112,6 +112,7 @@ class GptJob {
   std::int64_t tokens_since_ = 0;
   // Peaks per tier over the whole run (set-up included), for the comparison with the plan.
   std::array<std::uint64_t, kNumTiers> run_peak_{};
+  std::string resize_;  // $STRATA_ELASTIC_CHANGE: marks the first step's metrics line
   int recovered_to_ = 0;  // the micro-batch out-of-memory recovery went down to (0: none)
   bool finished_ = false;
   bool every_step_ = false;

@@ -44,6 +44,9 @@ std::string metrics_json(const StepReport& r, const MemorySnapshot& m) {
   j["peak_device_max"] = r.peak_device;
   j["rank"] = r.rank;
   j["world_size"] = r.world_size;
+  if (r.data_parallel_size > 0) j["data_parallel_size"] = r.data_parallel_size;
+  if (r.accumulation > 0) j["gradient_accumulation_steps"] = r.accumulation;
+  if (!r.resize.empty()) j["resize"] = r.resize;
   nlohmann::json mem;
   for (std::size_t t = 0; t < kNumTiers; ++t) {
     nlohmann::json tier;

@@ -23,6 +23,10 @@ struct StepReport {
   std::uint64_t peak_device = 0;  // peak device-tier bytes this step, max over the ranks
   std::optional<double> val_loss;
   int rank = 0, world_size = 1;  // who writes the metrics line
+  int data_parallel_size = 0, accumulation = 0;  // 0: not reported
+  // The first step after `strata run --nodes` changed the job's size: why, and how
+  // ($STRATA_ELASTIC_CHANGE); empty otherwise.
+  std::string resize;
 };
 
 std::string format_duration(double seconds);  // "1m23s"

@@ -19,10 +19,16 @@ class ProgressFile {
   void step(std::int64_t step) { write(std::to_string(step)); }
   void done(std::int64_t step) { write("done " + std::to_string(step)); }
   const std::string& path() const { return path_; }
+  // Rank 0, at start: <dir>/layout, the batch as this run resolved it, which `strata run --nodes`
+  // reads to keep the global batch when the job changes size (launcher/run/elastic.hpp):
+  // "world 4\nmodel_parallel 2\nmicro_batch 4\naccumulation 1\nglobal_batch 8\ncheckpoints 1\n".
+  void layout(int world, int model_parallel, std::int64_t micro_batch, std::int64_t accumulation,
+              std::int64_t global_batch, bool checkpoints);
 
  private:
   // A failed write is reported once on stderr; training goes on.
   void write(const std::string& text);
+  void write_to(const std::string& path, const std::string& text);
 
   std::string path_;
   bool warned_ = false;

@@ -100,6 +100,9 @@ std::string AttemptResult::failure(bool excerpt) const {
 }
 
 std::string AttemptResult::outcome(bool excerpt) const {
+  if (ok() && grow_to)
+    return fmt::format("saved and stopped after {:.1f} s to grow to {} ({})", seconds,
+                       host_names(*grow_to), grow_reason);
   if (ok()) return fmt::format("completed in {:.1f} s", seconds);
   return fmt::format("failed after {:.1f} s: {}", seconds, failure(excerpt));
 }

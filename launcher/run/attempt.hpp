@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/run/elastic.hpp"
 #include "launcher/run/exit_record.hpp"
 #include "launcher/run/watchdog.hpp"
 
@@ -21,6 +22,9 @@ struct AttemptResult {
   bool killed = false;              // the launcher had to SIGKILL the job
   std::vector<ExitRecord> records;  // ranks that failed, earliest first
   ProgressMap progress;             // the ranks' last progress
+  std::string hosts;                // mpirun's --host for this attempt ("" = none given)
+  std::optional<Nodes> grow_to;     // elastic: nodes answered again; the ranks were asked to
+  std::string grow_reason;          // save and stop so that the job restarts on grow_to
 
   // The job finished: mpirun exited 0 and the watchdog did not have to kill it.
   bool ok() const;

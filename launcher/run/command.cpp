@@ -165,6 +165,7 @@ LaunchPlan build_plan(const RunOptions& o, const AttemptDirs& dirs, const PlanCo
   plan.direct = o.direct();
   plan.env.emplace_back("STRATA_PROGRESS_DIR", dirs.progress_dir);
   plan.env.emplace_back("STRATA_RUN_ATTEMPT", std::to_string(dirs.attempt));
+  for (const auto& kv : o.launcher_env) plan.env.push_back(kv);
   if (!plan.direct) {
     // Tells the ranks how many they are (init_world checks it against MPI's world).
     plan.env.emplace_back("STRATA_WORLD_SIZE", std::to_string(o.ranks));

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::launcher::run {
@@ -29,6 +30,12 @@ struct RunOptions {
   bool dry_run = false;               // --dry-run
   bool always_restart = false;        // --always-restart: also after bad input, usage, OOM
   std::vector<std::string> program;   // PROGRAM ARGS...
+  std::string nodes;                  // --nodes MIN:MAX or N: elastic (see elastic.hpp)
+  double node_grace_s = 30;           // --node-grace: how long a lost node may take to answer
+  bool node_grace_given = false;      // --node-grace on the command line (only with --nodes)
+  // Variables the launcher itself adds for the ranks (STRATA_ELASTIC_CHANGE): exported like
+  // STRATA_PROGRESS_DIR.
+  std::vector<std::pair<std::string, std::string>> launcher_env;
 
   // -n 1 on this machine runs the program without mpirun (see docs/launcher.md).
   bool direct() const { return ranks == 1 && hostfile.empty() && hosts.empty() && !force_mpirun; }

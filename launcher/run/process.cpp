@@ -41,10 +41,21 @@ pid_t spawn(const SpawnSpec& spec) {
   argv.push_back(nullptr);
   const std::string exec_failed = fmt::format("strata run: cannot execute {}: ", args[0]);
   const pid_t parent = getpid();
+  const int out_fd =
+      spec.output_file.empty()
+          ? -1
+          : open(spec.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
   const pid_t pid = fork();
-  if (pid < 0) fail("run", "fork failed: {}", std::strerror(errno));
+  if (pid < 0) {
+    if (out_fd >= 0) close(out_fd);
+    fail("run", "fork failed: {}", std::strerror(errno));
+  }
   if (pid == 0) {
+    if (out_fd >= 0) {
+      dup2(out_fd, 1);
+      dup2(out_fd, 2);
+    }
     if (spec.own_process_group) setpgid(0, 0);
     if (spec.death_signal) {
       prctl(PR_SET_PDEATHSIG, spec.death_signal);
@@ -68,6 +79,7 @@ pid_t spawn(const SpawnSpec& spec) {
     (void)!write(2, "\n", 1);
     _exit(127);
   }
+  if (out_fd >= 0) close(out_fd);
   return pid;
 }
 
@@ -114,6 +126,14 @@ void signal_tree(pid_t root, int sig) {
   for (pid_t p : tree) kill(p, sig);
 }
 
+namespace {
+// Children reaped by reap() while it watched another one (node probes during an attempt).
+std::map<pid_t, int>& reaped_others() {
+  static std::map<pid_t, int> m;
+  return m;
+}
+}  // namespace
+
 bool reap(pid_t watched, int* status) {
   bool got = false;
   for (;;) {
@@ -123,9 +143,26 @@ bool reap(pid_t watched, int* status) {
     if (p == watched) {
       got = true;
       *status = st;
+    } else {
+      reaped_others()[p] = st;
     }
   }
   return got;
+}
+
+bool reap_child(pid_t pid, int* status) {
+  auto& others = reaped_others();
+  if (const auto it = others.find(pid); it != others.end()) {
+    *status = it->second;
+    others.erase(it);
+    return true;
+  }
+  int st = 0;
+  if (waitpid(pid, &st, WNOHANG) == pid) {
+    *status = st;
+    return true;
+  }
+  return false;
 }
 
 void kill_leftovers(std::chrono::milliseconds limit) {

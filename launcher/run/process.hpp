@@ -17,6 +17,7 @@ struct SpawnSpec {
   bool own_process_group = true;  // so a terminal's Ctrl-C reaches only the launcher
   int death_signal = 0;           // sent to the child when this process dies (0: none)
   bool stdin_null = true;
+  std::string output_file;  // non-empty: stdout and stderr appended to this file
 };
 
 // fork + exec. A failed exec prints one line on the child's stderr and exits 127.
@@ -33,7 +34,10 @@ std::vector<pid_t> descendants(pid_t root);
 void signal_tree(pid_t root, int sig);
 
 // Reaps exited children without blocking; returns the wait status of `watched` if it was reaped.
+// Other children reaped meanwhile keep their status for reap_child.
 bool reap(pid_t watched, int* status);
+// Whether child `pid` has exited (reaped here or by an earlier reap), without blocking.
+bool reap_child(pid_t pid, int* status);
 
 // SIGKILLs every descendant of this process and reaps them, waiting at most `limit`.
 void kill_leftovers(std::chrono::milliseconds limit);
