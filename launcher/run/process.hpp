@@ -35,8 +35,9 @@ void signal_tree(pid_t root, int sig);
 // Reaps exited children without blocking; returns the wait status of `watched` if it was reaped.
 bool reap(pid_t watched, int* status);
 
-// SIGKILLs every descendant of this process and reaps them, waiting at most `limit`.
-void kill_leftovers(std::chrono::milliseconds limit);
+// Waits up to `patience` for every descendant of this process to end by itself (reaping them),
+// then SIGKILLs those left and reaps them, waiting at most `limit` more.
+void kill_leftovers(std::chrono::milliseconds patience, std::chrono::milliseconds limit);
 
 // "exited with status 3", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int status);
