@@ -72,7 +72,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option(
          "--kill-grace", o->kill_grace_s,
          "Seconds a job may take to end after a rank failed before it is killed; also the time "
-         "between SIGTERM to mpirun and SIGKILL")
+         "between SIGTERM to mpirun and SIGKILL, and what processes outliving mpirun (its "
+         "daemons cleaning up) get to end before SIGKILL")
       ->capture_default_str();
   cmd->add_option("--log-dir", o->log_dir,
                   "Where rank_XXXXX.log, progress/ and status/ go (default strata-logs/run-<time>)");

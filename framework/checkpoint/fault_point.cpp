@@ -1,10 +1,12 @@
 #include "framework/checkpoint/fault_point.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <array>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -50,7 +52,43 @@ std::optional<Fault> parse(std::string_view v) {
 
 }  // namespace
 
+namespace {
+
+// STRATA_CHECKPOINT_FAULT_FILE: a fault armed at run time. The file, when it exists, holds
+// "POINT" or "POINT@RANK": the next save that reaches POINT (on RANK, or on any rank) kills the
+// process. The process that fires it deletes the file first, and only the one whose unlink
+// succeeds fires, so an armed fault kills exactly one process once.
+void armed_fault_point(std::string_view point, int rank) {
+  static const char* path = std::getenv("STRATA_CHECKPOINT_FAULT_FILE");
+  if (!path || !*path) return;
+  std::ifstream in(path);
+  if (!in) return;  // not armed
+  std::string spec;
+  std::getline(in, spec);
+  while (!spec.empty() && (spec.back() == ' ' || spec.back() == '\r')) spec.pop_back();
+  const auto at = spec.find('@');
+  const std::string_view want = std::string_view(spec).substr(0, at);
+  int want_rank = -1;
+  if (at != std::string::npos && !parse_number(std::string_view(spec).substr(at + 1), want_rank))
+    user_fail("checkpoint",
+              "STRATA_CHECKPOINT_FAULT_FILE {} holds '{}': expected POINT or POINT@RANK", path,
+              spec);
+  bool known = false;
+  for (auto p : kPoints) known = known || p == want;
+  if (!known)
+    user_fail("checkpoint",
+              "STRATA_CHECKPOINT_FAULT_FILE {} holds '{}': POINT must be one of before_rank_file, "
+              "rank_file_tmp, after_rank_file, before_manifest, manifest_tmp, after_manifest, "
+              "after_latest",
+              path, spec);
+  if (want != point || (want_rank >= 0 && want_rank != rank)) return;
+  if (::unlink(path) == 0) ::raise(SIGKILL);  // another process fired it first otherwise
+}
+
+}  // namespace
+
 void fault_point(std::string_view point, std::int64_t step, int rank) {
+  armed_fault_point(point, rank);
   static const char* env = std::getenv("STRATA_CHECKPOINT_FAULT");
   if (!env || !*env) return;
   static const std::optional<Fault> fault = parse(env);

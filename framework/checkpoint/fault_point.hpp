@@ -9,6 +9,10 @@
 //   manifest_tmp      manifest.json.tmp is written and synced, not renamed
 //   after_manifest    manifest.json is in place; `latest` still names the previous checkpoint
 //   after_latest      `latest` names this checkpoint; retention has not run
+// With STRATA_CHECKPOINT_FAULT_FILE set to a path, a fault can also be armed while the job runs
+// (the chaos soak, cluster/chaos): writing "<point>" or "<point>@<rank>" into that file makes the
+// next save that reaches <point> (on <rank>, or on any rank) kill the process that gets there
+// first; that process deletes the file, so the fault fires once.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +20,9 @@
 
 namespace strata::checkpoint {
 
-// Kills the process when STRATA_CHECKPOINT_FAULT names this point, step and rank. The variable
-// is read once; a malformed value is a UserError at the first call.
+// Kills the process when STRATA_CHECKPOINT_FAULT names this point, step and rank, or when the
+// file STRATA_CHECKPOINT_FAULT_FILE names holds this point (and rank). The variable is read once;
+// a malformed value or file is a UserError at the first call that reads it.
 void fault_point(std::string_view point, std::int64_t step, int rank);
 
 }  // namespace strata::checkpoint

@@ -165,7 +165,19 @@ bool reap_child(pid_t pid, int* status) {
   return false;
 }
 
-void kill_leftovers(std::chrono::milliseconds limit) {
+void kill_leftovers(std::chrono::milliseconds patience, std::chrono::milliseconds limit) {
+  // First let them end by themselves: once mpirun is gone, Open MPI's daemons (orted, and on
+  // nodes reached through an rsh agent the agent's processes) kill their ranks, delete the job's
+  // session directory and shared-memory segments and exit. SIGKILLed at once they leave those
+  // behind (in /tmp and /dev/shm, on every node, after every failed attempt).
+  const auto patient_until = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    int st = 0;
+    while (waitpid(-1, &st, WNOHANG) > 0) {
+    }
+    if (descendants(getpid()).empty() || std::chrono::steady_clock::now() >= patient_until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   const auto until = std::chrono::steady_clock::now() + limit;
   for (;;) {
     const std::vector<pid_t> left = descendants(getpid());

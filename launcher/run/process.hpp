@@ -39,8 +39,9 @@ bool reap(pid_t watched, int* status);
 // Whether child `pid` has exited (reaped here or by an earlier reap), without blocking.
 bool reap_child(pid_t pid, int* status);
 
-// SIGKILLs every descendant of this process and reaps them, waiting at most `limit`.
-void kill_leftovers(std::chrono::milliseconds limit);
+// Waits up to `patience` for every descendant of this process to end by itself (reaping them),
+// then SIGKILLs those left and reaps them, waiting at most `limit` more.
+void kill_leftovers(std::chrono::milliseconds patience, std::chrono::milliseconds limit);
 
 // "exited with status 3", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int status);

@@ -226,7 +226,11 @@ AttemptResult run_attempt(const RunOptions& o, const LaunchPlan& plan, const Att
   }
   grow.reset();  // its probe, if one runs
   // Ranks whose wrapper died are our children now (subreaper): none may outlive the attempt.
-  kill_leftovers(std::chrono::seconds(5));
+  // What is left gets --kill-grace to end by itself (Open MPI's daemons clean up after mpirun
+  // ended), unless the job was killed on purpose (a second Ctrl-C).
+  kill_leftovers(r.stop_signals >= 2 ? std::chrono::milliseconds(0)
+                                     : std::chrono::duration_cast<std::chrono::milliseconds>(grace),
+                 std::chrono::seconds(5));
   r.seconds = seconds_since(start);
   r.records = read_exit_records(dirs.status_dir);
   r.progress = read_progress(dirs.progress_dir);

@@ -1,8 +1,10 @@
 #include "parallel/engine/checkpoint_policy.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "framework/checkpoint/naming.hpp"
+#include "framework/checkpoint/retention.hpp"
 
 namespace strata::parallel {
 
@@ -26,6 +28,14 @@ CheckpointPolicy::CheckpointPolicy(const config::Config& cfg, const Group& world
 std::int64_t CheckpointPolicy::resume() {
   const std::string& spec = cfg_.strata.checkpoint.resume;
   const auto loaded = ckpt_.resume(spec);
+  // What a killed predecessor left for its retention to do (it runs after a save's commit):
+  // checkpoints past the limit, incomplete step directories, ".deleting-" directories whose
+  // deletion it did not finish. Done now, not only after this run's first save, which may never
+  // come (a job killed after its last save resumes with no step left). Only rank 0 removes, as
+  // after a save; never the checkpoint just loaded (the newest complete one, or what `latest`
+  // names).
+  if (lead_ && enabled() && std::filesystem::is_directory(ckpt_.options().root))
+    checkpoint::apply_retention(ckpt_.options().root, ckpt_.options().retention);
   if (!loaded) {
     if (lead_ && spec == "auto" && enabled())
       std::printf("checkpoints: none under %s yet; starting fresh\n", ckpt_.options().root.c_str());

@@ -232,6 +232,32 @@ stuck_after_failure)  # a rank failed but mpirun leaves the others running: --ki
   kill -0 "$p" 2>/dev/null && fail "rank 0 (pid $p) survived"
   ;;
 
+daemons_clean_up)  # what outlives mpirun gets --kill-grace to end by itself before SIGKILL
+  # Open MPI's daemons (orted) delete the job's session directory and shared-memory segments once
+  # mpirun is gone; the launcher used to SIGKILL them at once, which left those behind on every
+  # node after every failed attempt (found by the chaos soak, cluster/chaos). A stand-in mpirun
+  # leaves one daemon that cleans up 0.3 s after it ended and one that never ends.
+  cat >"$T/mpirun" <<'SH'
+#!/usr/bin/env bash
+touch "$SESSION"
+parent=$$
+( while kill -0 $parent 2>/dev/null; do sleep 0.05; done; sleep 0.3; rm -f "$SESSION" ) </dev/null >/dev/null 2>&1 &
+( trap '' TERM; echo $BASHPID >"$STUCK"; exec sleep 300 ) </dev/null >/dev/null 2>&1 &
+sleep 0.3
+exit 3
+SH
+  chmod +x "$T/mpirun"
+  SESSION="$T/session" STUCK="$T/stuck.pid" start -n 2 --max-restarts 0 --kill-grace 2 \
+    --mpirun "$T/mpirun" -- "$fake" --steps 10 --ckpt "$T/ck"
+  t0=$(date +%s%N)
+  finish
+  [[ $rc == 4 ]] || fail "exit status $rc, expected 4"
+  [[ -e "$T/session" ]] && fail "the daemon was killed before it cleaned up (its session file is left)"
+  p=$(cat "$T/stuck.pid")
+  kill -0 "$p" 2>/dev/null && fail "the daemon that never ends (pid $p) survived"
+  (( ($(date +%s%N) - t0) / 1000000 < 9000 )) || fail "the launcher waited more than the grace period"
+  ;;
+
 no_restart)  # bad input (1) and out of memory (7) are not restarted; their error is shown once
   FAKE_RANK_FAIL_STEP=2 FAKE_RANK_FAIL_RANK=-1 FAKE_RANK_FAIL_STATUS=1 \
     start -n 2 --max-restarts 3 --restart-delay 0 -- "$fake" --steps 10 --ckpt "$T/ck"

@@ -87,7 +87,7 @@ step_of() {
 # The train_gpt processes inside node $1's network namespace.
 node_ranks() {
   local p
-  for p in $(ip netns pids "strata-$1"); do
+  for p in $(ip netns pids "${STRATA_NETNS_PREFIX:-strata}-$1"); do
     [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$train_gpt")" ]] && echo "$p"
   done
 }
