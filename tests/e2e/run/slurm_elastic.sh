@@ -6,7 +6,7 @@
 # watchdog ends the hung attempt, n2 does not answer the probe (mpirun starts its daemon there
 # through srun, which cannot reach n2's slurmd), and the job goes on on n1 (dp 2, accumulation 2)
 # to the end; every step's loss is within 1e-5 relative of a one-process run of the same global
-# batch. Run by hand (not in ctest, for the suite's time). Needs root, namespaces, slurm-wlm and
+# batch. ctest run_slurm_elastic (label multinode). Needs root, namespaces, slurm-wlm and
 # munge: otherwise it exits 77 (skipped). (--time 10: the script asks for SIGTERM 300 s before the
 # limit, which a 5-minute job gets at once.) usage: slurm_elastic.sh STRATA TRAIN_GPT SOURCE_DIR
 set -u
