@@ -25,6 +25,8 @@ enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
 // strata.activation_dtype: follow the compute precision, or keep f32 activations.
 enum class ActivationDtype { automatic, f32 };
+// strata.activation_checkpointing: false/"none", "selective", true/"full" (docs/memory.md).
+enum class Recompute { none, selective, full };
 
 // `fp16`: mixed precision with a (dynamic) loss scale.
 struct Fp16 {
@@ -198,7 +200,7 @@ struct StrataSection {
   // Model chunks per pipeline rank under the interleaved 1F1B schedule (Megatron-LM's virtual
   // pipeline stages): rank r holds chunks r, r + pp, ...; 1 is plain 1F1B.
   std::int64_t virtual_pipeline_stages = 1;
-  bool activation_checkpointing = false;
+  Recompute activation_checkpointing = Recompute::none;
   // Each unit's optimizer update runs as soon as its gradient is complete in the last
   // micro-batch's backward (Trainer::step_unit): no whole-model gradient is kept, and offloaded
   // optimizer state moves while backward computes.
@@ -289,5 +291,7 @@ std::string_view to_string(SchedulerType t);
 std::string_view to_string(WarmupType t);
 std::string_view to_string(OffloadDevice d);
 std::string_view to_string(OnOom o);
+// "none", "selective", "full".
+std::string_view to_string(Recompute r);
 
 }  // namespace strata::config

@@ -186,8 +186,12 @@ constexpr KeySpec kSchema[] = {
      "holding chunks r, r + pp, ...; the bubble falls to (pp − 1)/(v·m) of the ideal step. Needs "
      "pipeline_parallel_size ≥ 2, n_layer ≥ pp × v (chunks are cut by cost like stages) and gradient_accumulation_steps a "
      "multiple of pp (docs/parallelism.md)."},
-    {"strata.activation_checkpointing", K::boolean, "false",
-     "Drop each block's saved activations and recompute them in backward."},
+    {"strata.activation_checkpointing", K::boolean_or_string, "false",
+     "Activation recomputation: false or \"none\" (keep what backward reads); \"selective\" "
+     "(drop the LayerNorm and GELU outputs and the attention core's output and log-sum-exps, "
+     "recompute them in backward: no matrix product with a weight is redone); true or \"full\" "
+     "(keep only each block's input and recompute the whole block in backward). Bitwise the same "
+     "training either way (docs/memory.md)."},
     {"strata.allow_tf32", K::boolean, "false",
      "Let f32 matrix products on a GPU use TF32 tensor cores (10-bit mantissa products, f32 "
      "sums: faster, about 1e-3 relative error; PyTorch's torch.backends.cuda.matmul.allow_tf32). "
@@ -401,6 +405,8 @@ bool kind_matches(Kind k, const nlohmann::json& v) {
       return v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number();
     case Kind::number_or_pair:
       return v.is_number() || kind_matches(Kind::number_pair, v);
+    case Kind::boolean_or_string:
+      return v.is_boolean() || v.is_string();
     case Kind::object:
       return v.is_object();
   }
@@ -472,6 +478,8 @@ std::string_view kind_name(Kind k) {
       return "an array of two numbers";
     case Kind::number_or_pair:
       return "a number or an array of two numbers";
+    case Kind::boolean_or_string:
+      return "true, false or a string";
     case Kind::object:
       return "an object";
   }

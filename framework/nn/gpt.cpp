@@ -50,6 +50,26 @@ std::int64_t gpt_tp_allreduce_bytes(const GptConfig& c, int tp, std::int64_t tok
   return bytes;
 }
 
+std::int64_t gpt_block_activation_bytes(const GptConfig& c, int tp, std::int64_t tokens, DType act,
+                                        Recompute mode) {
+  const std::int64_t e = static_cast<std::int64_t>(dtype_size(act));
+  const std::int64_t h = c.n_embd, ht = h / tp, at = c.n_head / tp;
+  const std::int64_t stats = 2 * 2 * 4;  // two LayerNorms' f32 mean and 1/std
+  std::int64_t per_token = 0;
+  switch (mode) {
+    case Recompute::none:
+      per_token = e * (4 * h + 12 * ht) + stats + 4 * at;
+      break;
+    case Recompute::selective:
+      per_token = e * (2 * h + 7 * ht) + stats;
+      break;
+    case Recompute::full:
+      per_token = e * h;
+      break;
+  }
+  return tokens * per_token;
+}
+
 Gpt::Gpt(const GptConfig& cfg, TpShard tp)
     : Model(""), cfg_(cfg), tp_(tp), ln_f_("transformer.ln_f", cfg.n_embd) {
   STRATA_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0 && cfg.n_embd > 0 &&
@@ -100,8 +120,8 @@ std::vector<BatchField> Gpt::batch_fields(int micro_batch) const {
   return {{"tokens", s, DType::i32}, {"targets", s, DType::i32}};
 }
 
-void Gpt::set_checkpointing(bool on) {
-  for (auto& b : blocks_) b->set_checkpointing(on);
+void Gpt::set_recompute(Recompute mode) {
+  for (auto& b : blocks_) b->set_recompute(mode);
 }
 
 void Gpt::check_tokens(const Tensor& tokens) const {

@@ -36,6 +36,22 @@ std::int64_t gpt_tp_allreduce_bytes(const GptConfig& c, int tp, std::int64_t tok
                                     bool checkpointing, int block0, int block1, bool first,
                                     bool last);
 
+// Bytes one transformer block of a tensor-parallel part (tp = 1: the whole block) keeps for
+// backward from its forward until its backward, for a micro-batch of `tokens` tokens with
+// activations in `act` (e bytes an element), h = n_embd, a = n_head, t = tp; per token:
+//   none:      e·h (block input, ln_1's) + 8 (ln_1's f32 mean, 1/std) + e·h (ln_1's output,
+//              c_attn's input) + e·3h/t (qkv) + e·h/t (attention output, c_proj's input) + 4·a/t
+//              (f32 log-sum-exp per head and row) + e·h (x1, ln_2's input) + 8 (ln_2's mean,
+//              1/std) + e·h (ln_2's output, c_fc's input) + e·4h/t (GELU input) + e·4h/t (GELU
+//              output, c_proj's input)  =  e·h·(4 + 12/t) + 16 + 4·a/t
+//   selective: none without ln_1's and ln_2's outputs, the attention output and log-sum-exps and
+//              the GELU output (recomputed in backward)  =  e·h·(2 + 7/t) + 16
+//   full:      the block input  =  e·h
+// The ledger measures exactly this (tests/unit/nn/test_recompute.cpp); docs/memory.md compares it
+// with Korthikanti et al. (2022).
+std::int64_t gpt_block_activation_bytes(const GptConfig& c, int tp, std::int64_t tokens, DType act,
+                                        Recompute mode);
+
 class Gpt : public Model {
  public:
   explicit Gpt(const GptConfig& cfg, TpShard tp = {});
@@ -47,7 +63,7 @@ class Gpt : public Model {
   // L..1 (unit 0's gradient is complete only after the embedding backward, at the very end).
   std::vector<UnitUse> unit_schedule() const override;
   std::vector<BatchField> batch_fields(int micro_batch) const override;
-  void set_checkpointing(bool on) override;
+  void set_recompute(Recompute mode) override;
   TpShard tensor_shard() const override { return tp_; }
   // Pipeline stage `index` of `count` (a GptStage, framework/nn/gpt_stage.hpp).
   std::unique_ptr<ModelStage> stage(int index, int count) override;

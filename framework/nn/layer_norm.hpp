@@ -1,5 +1,5 @@
 // LayerNorm over the last dimension (eps 1e-5 by default, weight 1, bias 0 at init).
-// Saves its input and the per-row mean and 1/std.
+// Saves its input and the per-row mean and 1/std (from which its output can be recomputed).
 #pragma once
 
 #include "framework/nn/module.hpp"
@@ -11,6 +11,9 @@ class LayerNorm : public Module {
   LayerNorm(std::string prefix, int dim, float eps = 1e-5f);
   Tensor forward(Context& ctx, const Tensor& x);  // [N, C] → [N, C]
   Tensor backward(Context& ctx, const Tensor& dy);
+  // The forward's output again, from what forward kept (selective recomputation): the same
+  // kernel on the same input, so bitwise the same.
+  Tensor recompute_output(Context& ctx) const;
 
  private:
   int dim_;

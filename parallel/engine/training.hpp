@@ -55,6 +55,9 @@ struct TrainingExtras {
 // (strata.tensor_parallel_size; adjacent ranks share a layer, as in Grid).
 nn::TpShard tensor_shard(const config::Config& cfg, const Group& world);
 
+// strata.activation_checkpointing as the model's recomputation mode.
+nn::Recompute recompute_mode(config::Recompute r);
+
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.
 EngineOptions engine_options(const config::Config& cfg);
 

@@ -66,14 +66,19 @@ Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactor
         sets.push_back("zero_optimization.offload_param.nvme_path=" + nvme_path);
       }
     }
-    for (const bool ckpt : {false, true}) {
+    using config::Recompute;
+    constexpr Recompute kModes[] = {Recompute::none, Recompute::selective, Recompute::full};
+    for (const Recompute mode : kModes) {
       Option o;
       o.rung = rung.name;
-      o.checkpointing = ckpt;
+      o.recompute = mode;
       o.skipped = skipped;
       if (skipped.empty()) {
         std::vector<std::string> s = sets;
-        s.push_back(fmt::format("strata.activation_checkpointing={}", ckpt ? "true" : "false"));
+        s.push_back(fmt::format("strata.activation_checkpointing={}",
+                                mode == Recompute::none   ? "false"
+                                : mode == Recompute::full ? "true"
+                                                          : "selective"));
         const Change ch{rung.name, s};
         try {
           o.trial = trials.largest_micro(cfg, ch);
@@ -97,7 +102,7 @@ Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactor
     }
     // The first rung with a fitting option: its cheapest. Later rungs are slower by DeepSpeed's
     // order and are not planned.
-    for (std::size_t i = r.options.size() - 2; i < r.options.size(); ++i) {
+    for (std::size_t i = r.options.size() - std::size(kModes); i < r.options.size(); ++i) {
       const Option& o = r.options[i];
       if (!o.trial || !o.trial->fits()) continue;
       if (!r.chosen || o.cost.total() < r.options[*r.chosen].cost.total()) r.chosen = i;

@@ -1,9 +1,10 @@
 // Given memory caps, the fastest configuration that fits: the ZeRO ladder in the order DeepSpeed's
 // documentation gives it (no ZeRO, ZeRO-1, ZeRO-2, ZeRO-2 + optimizer offload, ZeRO-3, ZeRO-3 +
-// optimizer offload, ZeRO-3 + parameter offload, NVMe), each with and without activation
-// checkpointing at the largest micro-batch that fits while micro-batch × accumulation (the global
-// batch) stays; the first rung with a configuration that fits wins, its cheapest one by the cost
-// estimate (cost.hpp). Every option considered (the rungs up to the chosen one) is kept, with its
+// optimizer offload, ZeRO-3 + parameter offload, NVMe), each without activation recomputation, with
+// selective and with full recomputation, at the largest micro-batch that fits while micro-batch ×
+// accumulation (the global batch) stays; the first rung with a configuration that fits wins, its
+// cheapest one by the cost estimate (cost.hpp: selective costs less compute than full, so it is
+// proposed when it is what makes the rung fit). Every option considered (the rungs up to the chosen one) is kept, with its
 // plan and estimated cost.
 #pragma once
 
@@ -18,7 +19,7 @@ namespace strata::parallel::plan {
 
 struct Option {
   std::string rung;             // "ZeRO-2 + optimizer offload"
-  bool checkpointing = false;
+  config::Recompute recompute = config::Recompute::none;  // strata.activation_checkpointing
   std::string skipped;          // why the rung was not planned ("" when it was)
   std::optional<Trial> trial;   // the largest micro-batch that fits, else micro-batch 1 (not fitting)
   StepCost cost;
