@@ -1,6 +1,7 @@
 // The bytes a tensor-parallel GPT all-reduces per step are the formula's
 // (nn::gpt_tp_allreduce_bytes): tp = 2, alone and inside pp = 2 stages, with and without
-// activation checkpointing, f32 and bf16 activations, over a step of 3 micro-batches — what each
+// activation checkpointing (and with selective recomputation, which all-reduces nothing again: the
+// bytes without recomputation), f32 and bf16 activations, over a step of 3 micro-batches — what each
 // rank's communicator counted equals the formula for the blocks its stage runs, exactly.
 #include <gtest/gtest.h>
 
@@ -24,12 +25,15 @@ TEST(TensorComm, BytesPerStepAreTheFormulas) {
   const int b = 2, m = 3, tp = 2;
   for (int pp : {1, 2}) {
     if (w.size() % (tp * pp) != 0) continue;
-    for (bool ckpt : {false, true})
+    for (const config::Recompute mode :
+         {config::Recompute::none, config::Recompute::selective, config::Recompute::full})
       for (DType dt : {DType::f32, DType::bf16}) {
-        SCOPED_TRACE(fmt::format("pp {} checkpointing {} {}", pp, ckpt, dtype_name(dt)));
+        const bool ckpt = mode == config::Recompute::full;
+        SCOPED_TRACE(fmt::format("pp {} recompute {} {}", pp, config::to_string(mode), dtype_name(dt)));
         train::TrainerOptions o;
         if (dt == DType::bf16) o.precision = train::Precision::bf16;
         config::Config cfg = job_config(o, b, m, 1, dt, 1000, true, ckpt, dt != DType::f32);
+        cfg.strata.activation_checkpointing = mode;
         cfg.strata.tensor_parallel_size = tp;
         cfg.strata.pipeline_parallel_size = pp;
         Replica r(c, cfg, w);
@@ -48,9 +52,10 @@ TEST(TensorComm, BytesPerStepAreTheFormulas) {
                                            me.pp == pp - 1);
         EXPECT_EQ(got, want) << "rank " << w.rank();
         if (w.rank() == 0)
-          std::printf("tp 2 pp %d checkpointing %d %s activations: %lld bytes all-reduced per step "
+          std::printf("tp 2 pp %d recompute %s %s activations: %lld bytes all-reduced per step "
                       "on rank 0 (formula %lld)\n",
-                      pp, static_cast<int>(ckpt), std::string(dtype_name(act)).c_str(),
+                      pp, std::string(config::to_string(mode)).c_str(),
+                      std::string(dtype_name(act)).c_str(),
                       static_cast<long long>(got),
                       static_cast<long long>(want));
       }
