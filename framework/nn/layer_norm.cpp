@@ -22,7 +22,7 @@ Tensor LayerNorm::forward(Context& ctx, const Tensor& x) {
 }
 
 Tensor LayerNorm::recompute_output(Context& ctx) const {
-  const Tensor& x = ctx.saved->at(this, prefix()).tensors[0];
+  const Tensor& x = ctx.saved->at(static_cast<const Module*>(this), prefix()).tensors[0];
   const std::int64_t n = x.dim(0);
   Tensor y = ctx.act(x.shape());
   // mean and 1/std again into scratch: the kept ones stay as forward wrote them.
