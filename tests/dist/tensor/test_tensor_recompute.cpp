@@ -1,7 +1,9 @@
 // Activation recomputation changes no bit of training: with strata.activation_checkpointing
 // false, "selective" and true, every step's loss and gradient norm and the final fp32 masters are
-// bitwise equal — on one rank, with tp = 2, with pp = 2 (and tp 2 x pp 2 on 4 ranks), in f32 and
-// with bf16 parameters and activations, over 4 steps of 2 micro-batches with ZeRO 1.
+// bitwise equal — on one rank, with tp = 2, with pp = 2 (and tp 2 x pp 2 on 4 ranks) at ZeRO 1, and
+// data-parallel over every rank at ZeRO 3 (parameters gathered again for backward, where the
+// LayerNorms recompute), in f32 and with bf16 parameters and activations, over 4 steps of 2
+// micro-batches.
 #include <gtest/gtest.h>
 
 #include "tests/dist/comm/dist_env.hpp"
@@ -18,14 +20,15 @@ struct Trace {
   std::map<std::string, std::vector<float>> masters;
 };
 
-Trace train_with(const parallel::Group& g, int tp, int pp, DType dt, config::Recompute mode) {
+Trace train_with(const parallel::Group& g, int tp, int pp, int zero, DType dt,
+                 config::Recompute mode) {
   const nn::GptConfig c = tp_gpt();
   const int b = 2, m = 2, steps = 4;
   train::TrainerOptions o;
   o.optimizer = std::make_shared<optim::AdamW>(optim::AdamWHyper{.lr = 3e-3, .eps = 1e-6});
   o.max_grad_norm = 0.5;
   if (dt == DType::bf16) o.precision = train::Precision::bf16;
-  config::Config cfg = job_config(o, b, m, 1, dt, 1000, true, false, dt != DType::f32);
+  config::Config cfg = job_config(o, b, m, zero, dt, 1000, true, false, dt != DType::f32);
   cfg.strata.tensor_parallel_size = tp;
   cfg.strata.pipeline_parallel_size = pp;
   cfg.strata.activation_checkpointing = mode;
@@ -45,28 +48,33 @@ Trace train_with(const parallel::Group& g, int tp, int pp, DType dt, config::Rec
 TEST(TensorRecompute, NoneSelectiveAndFullTrainBitwiseAlike) {
   const SingleThreaded one_thread;
   const auto& w = world();
-  // (tp, pp) layouts over the whole world (dp = the rest); (1, 1) on each rank alone.
-  std::vector<std::pair<int, int>> layouts = {{1, 1}};
-  for (const auto& l : {std::pair{2, 1}, std::pair{1, 2}, std::pair{2, 2}})
-    if (w.size() % (l.first * l.second) == 0) layouts.push_back(l);
+  // (tp, pp, ZeRO stage, on the whole world or each rank alone); dp = the rest.
+  struct Layout {
+    int tp, pp, zero;
+    bool solo;
+  };
+  std::vector<Layout> layouts = {{1, 1, 1, true}, {1, 1, 3, false}};
+  for (const auto& l : {Layout{2, 1, 1, false}, Layout{1, 2, 1, false}, Layout{2, 2, 1, false}})
+    if (w.size() % (l.tp * l.pp) == 0) layouts.push_back(l);
   const parallel::Group solo = w.split(w.rank(), 0, "solo");
-  for (const auto& [tp, pp] : layouts)
+  for (const auto& [tp, pp, zero, alone] : layouts)
     for (const DType dt : {DType::f32, DType::bf16}) {
-      SCOPED_TRACE(fmt::format("tp {} pp {} {}", tp, pp, dtype_name(dt)));
-      const parallel::Group& g = tp * pp == 1 ? solo : w;
-      const Trace none = train_with(g, tp, pp, dt, config::Recompute::none);
+      SCOPED_TRACE(fmt::format("tp {} pp {} ZeRO {}{} {}", tp, pp, zero, alone ? " alone" : "",
+                               dtype_name(dt)));
+      const parallel::Group& g = alone ? solo : w;
+      const Trace none = train_with(g, tp, pp, zero, dt, config::Recompute::none);
       for (const config::Recompute mode : {config::Recompute::selective, config::Recompute::full}) {
         SCOPED_TRACE(config::to_string(mode));
-        const Trace t = train_with(g, tp, pp, dt, mode);
+        const Trace t = train_with(g, tp, pp, zero, dt, mode);
         EXPECT_EQ(t.losses, none.losses);
         EXPECT_EQ(t.norms, none.norms);
         EXPECT_TRUE(t.masters == none.masters) << "fp32 masters differ after the steps";
       }
       if (w.rank() == 0)
-        std::printf("tp %d pp %d %s: none, selective and full bitwise equal over %zu steps (last "
-                    "loss %.6f)\n",
-                    tp, pp, std::string(dtype_name(dt)).c_str(), none.losses.size(),
-                    none.losses.back());
+        std::printf("tp %d pp %d ZeRO %d (%d ranks) %s: none, selective and full bitwise equal "
+                    "over %zu steps (last loss %.6f)\n",
+                    tp, pp, zero, g.size(), std::string(dtype_name(dt)).c_str(),
+                    none.losses.size(), none.losses.back());
     }
 }
 
