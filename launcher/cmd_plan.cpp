@@ -64,7 +64,8 @@ void add_plan_command(CLI::App& app) {
                 "Print {\"ranks\", \"peak\": {tier: bytes}, \"by_category\", \"fits\", ...} as JSON");
   cmd->add_flag("--recommend", args->recommend,
                 "Also plan the ZeRO/offload ladder in DeepSpeed's order (without activation "
-                "recomputation, selective and full; largest micro-batch keeping the global batch) and "
+                "recomputation, selective and full; for a tensor-parallel job without sequence "
+                "parallelism, each also with it; largest micro-batch keeping the global batch) and "
                 "recommend the fastest option that fits the caps");
   cmd->callback([args] { run_plan(*args); });
 }
