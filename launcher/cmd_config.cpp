@@ -64,6 +64,8 @@ std::string kind_label(config::Kind k) {
       return "[number, number]";
     case config::Kind::number_or_pair:
       return "number or [number, number]";
+    case config::Kind::boolean_or_string:
+      return "bool or string";
     case config::Kind::object:
       return "object";
   }

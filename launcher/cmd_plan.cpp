@@ -63,8 +63,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_flag("--json", args->json,
                 "Print {\"ranks\", \"peak\": {tier: bytes}, \"by_category\", \"fits\", ...} as JSON");
   cmd->add_flag("--recommend", args->recommend,
-                "Also plan the ZeRO/offload ladder in DeepSpeed's order (with and without "
-                "activation checkpointing, largest micro-batch keeping the global batch) and "
+                "Also plan the ZeRO/offload ladder in DeepSpeed's order (without activation "
+                "recomputation, selective and full; for a tensor-parallel job without sequence "
+                "parallelism, each also with it; largest micro-batch keeping the global batch) and "
                 "recommend the fastest option that fits the caps");
   cmd->callback([args] { run_plan(*args); });
 }

@@ -6,7 +6,7 @@
 // same threads (the peak that model FLOP utilisation is measured against).
 //
 //   bench_gpt_cpu --threads 2 [--layers 4 --embd 256 --heads 4 --seq 256 --batch 8 --vocab 256]
-//                 [--steps 10 --warmup 2 --sgemm 2048 --checkpointing]
+//                 [--steps 10 --warmup 2 --sgemm 2048 --checkpointing | --recompute selective]
 #include <time.h>
 
 #include <CLI/CLI.hpp>
@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
   app.add_option("--sgemm", sgemm_n, "n of the n^3 sgemm measuring peak GFLOPS (0: skip)");
   app.add_option("--sgemm-reps", sgemm_reps, "timed sgemm calls (median)");
   app.add_flag("--checkpointing", checkpointing, "activation checkpointing of every block");
+  std::string recompute;
+  app.add_option("--recompute", recompute,
+                 "none | selective | full (strata.activation_checkpointing; full = --checkpointing)")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
   app.add_option("--seed", seed, "initialisation and data seed");
   app.add_option("--dtype", dtype, "f32 | bf16 (mixed precision: bf16 parameters and activations)")
       ->check(CLI::IsMember({"f32", "bf16"}));
@@ -107,7 +111,10 @@ int main(int argc, char** argv) {
     cfg.optimizer.params.set("weight_decay", 0.1);
     cfg.bf16.enabled = dtype == "bf16";
     cfg.strata.seed = seed;
-    cfg.strata.activation_checkpointing = checkpointing;
+    cfg.strata.activation_checkpointing =
+        recompute == "selective"                    ? config::Recompute::selective
+        : recompute == "full" || checkpointing      ? config::Recompute::full
+                                                    : config::Recompute::none;
     parallel::InitOptions io;
     io.transport = "local";
     parallel::World world(io);
@@ -171,7 +178,7 @@ int main(int argc, char** argv) {
         "\"step_ms_max\": %.3f, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
         "\"optimizer_ms\": %.3f, \"cpu_ms\": %.3f, "
         "\"peak_activation_bytes_per_token\": %.1f, \"saved_activation_bytes_per_token\": %.1f, "
-        "\"threads\": %d, \"checkpointing\": %s, \"dtype\": \"%s\", \"config\": {\"n_layer\": %d, \"n_embd\": %d, "
+        "\"threads\": %d, \"checkpointing\": %s, \"recompute\": \"%s\", \"dtype\": \"%s\", \"config\": {\"n_layer\": %d, \"n_embd\": %d, "
         "\"n_head\": %d, \"seq\": %d, \"batch\": %d, \"vocab\": %d}, \"params\": %lld, "
         "\"flops_per_token\": %.6g, \"model_gflops\": %.2f, \"sgemm_n\": %d, "
         "\"sgemm_gflops\": %.2f, \"mfu\": %.4f, \"steps\": %d, \"warmup\": %d, "
@@ -181,7 +188,8 @@ int main(int argc, char** argv) {
         median(bwd_s) * 1e3, median(opt_s) * 1e3, median(cpu_s) * 1e3,
         static_cast<double>(peak_act) / tokens,
         static_cast<double>(saved_act) / tokens, cpu::num_threads(),
-        checkpointing ? "true" : "false", dtype.c_str(), gc.n_layer, gc.n_embd, gc.n_head, T, B, gc.vocab_size,
+        cfg.strata.activation_checkpointing == config::Recompute::full ? "true" : "false",
+        std::string(config::to_string(cfg.strata.activation_checkpointing)).c_str(), dtype.c_str(), gc.n_layer, gc.n_embd, gc.n_head, T, B, gc.vocab_size,
         static_cast<long long>(gc.num_parameters()), flops_per_token,
         flops_per_token * tps * 1e-9, sgemm_n, gflops,
         gflops > 0 ? flops_per_token * tps * 1e-9 / gflops : 0.0, steps, warmup, losses.front(),

@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
     cfg.bf16.enabled = dtype == "bf16";
     cfg.strata.seed = seed;
     cfg.strata.device = DeviceType::cuda;
-    cfg.strata.activation_checkpointing = checkpointing;
+    cfg.strata.activation_checkpointing =
+      checkpointing ? config::Recompute::full : config::Recompute::none;
     parallel::InitOptions io;
     io.transport = "local";
     parallel::World world(io);

@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
     cfg.gradient_clipping = clip >= 0 ? clip : in_backward ? 0.0 : 1.0;
     cfg.strata.optimizer_in_backward = in_backward;
     cfg.bf16.enabled = bf16;
-    cfg.strata.activation_checkpointing = checkpointing;
+    cfg.strata.activation_checkpointing =
+      checkpointing ? config::Recompute::full : config::Recompute::none;
     auto& z = cfg.zero_optimization;
     z.stage3_prefetch_bucket_size = 1'000'000'000;
     z.stage3_param_persistence_threshold = 0;

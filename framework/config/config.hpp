@@ -25,6 +25,8 @@ enum class WarmupType { linear, log };
 enum class OffloadDevice { none, cpu, nvme };
 // strata.activation_dtype: follow the compute precision, or keep f32 activations.
 enum class ActivationDtype { automatic, f32 };
+// strata.activation_checkpointing: false/"none", "selective", true/"full" (docs/memory.md).
+enum class Recompute { none, selective, full };
 
 // `fp16`: mixed precision with a (dynamic) loss scale.
 struct Fp16 {
@@ -202,7 +204,7 @@ struct StrataSection {
   // tensor_parallel_size > 1): LayerNorms, residual adds and the embedding's output hold 1/tp of
   // the tokens (docs/parallelism.md).
   bool sequence_parallel = false;
-  bool activation_checkpointing = false;
+  Recompute activation_checkpointing = Recompute::none;
   // Each unit's optimizer update runs as soon as its gradient is complete in the last
   // micro-batch's backward (Trainer::step_unit): no whole-model gradient is kept, and offloaded
   // optimizer state moves while backward computes.
@@ -293,5 +295,7 @@ std::string_view to_string(SchedulerType t);
 std::string_view to_string(WarmupType t);
 std::string_view to_string(OffloadDevice d);
 std::string_view to_string(OnOom o);
+// "none", "selective", "full".
+std::string_view to_string(Recompute r);
 
 }  // namespace strata::config

@@ -121,7 +121,7 @@ const DeepSpeedKey kKeys[] = {
      "switch is strata.activation_checkpointing), and with strata.tensor_parallel_size 1 there "
      "is nothing to partition",
      "activation checkpoints kept on the CPU, or partitioned over tensor-parallel ranks",
-     "remove the section; Strata's switch is strata.activation_checkpointing (true or false)"},
+     "remove the section; Strata's switch is strata.activation_checkpointing (false, \"selective\" or true)"},
     {"flops_profiler", K::object, off, "the profiler is not enabled", "the FLOPs profiler",
      kRemoveSection},
     {"autotuning", K::object, off, "the autotuner is not enabled", "the autotuner", kRemoveSection},

@@ -548,6 +548,33 @@ void read_monitor(const Reader& r, const std::string& name, Monitor& m) {
     r.get(path, m.output_path);
   r.get(name + ".job_name", m.job_name);
 }
+// strata.activation_checkpointing: true/false (full/none, as before the modes), or a mode's name.
+void read_recompute(const Reader& r, Recompute& out) {
+  constexpr std::string_view path = "strata.activation_checkpointing";
+  if (!r.has(path)) return;
+  const json& v = *r.at(path);
+  if (v.is_boolean()) {
+    out = v.get<bool>() ? Recompute::full : Recompute::none;
+    return;
+  }
+  const std::pair<std::string_view, Recompute> modes[] = {
+      {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+  const std::string text = lowercase(v.get<std::string>());
+  std::vector<std::string> names;
+  for (const auto& [name, mode] : modes) {
+    if (name == text) {
+      out = mode;
+      return;
+    }
+    names.emplace_back(name);
+  }
+  const auto best = closest(v.get<std::string>(), names);
+  r.problems().mistake(std::string(path),
+                       "{} is {}; allowed: true (= \"full\"), false (= \"none\"), \"none\", "
+                       "\"selective\", \"full\"{}",
+                       path, v.dump(), best ? fmt::format(" (did you mean \"{}\"?)", *best) : "");
+}
+
 void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.seed", s.seed);
   r.get("strata.train_steps", s.train_steps, IntRange{1});
@@ -558,7 +585,7 @@ void read_strata(const Reader& r, StrataSection& s) {
   r.get("strata.pipeline_parallel_size", s.pipeline_parallel_size, IntRange{1});
   r.get("strata.virtual_pipeline_stages", s.virtual_pipeline_stages, IntRange{1});
   r.get("strata.sequence_parallel", s.sequence_parallel);
-  r.get("strata.activation_checkpointing", s.activation_checkpointing);
+  read_recompute(r, s.activation_checkpointing);
   r.get("strata.optimizer_in_backward", s.optimizer_in_backward);
   r.get("strata.allow_tf32", s.allow_tf32);
   r.choice<ActivationDtype>("strata.activation_dtype", s.activation_dtype,

@@ -192,8 +192,12 @@ constexpr KeySpec kSchema[] = {
      "tokens, so those activations shrink by tp; the all-reduces become all-gathers and "
      "reduce-scatters. Needs tensor_parallel_size ≥ 2 and block_size a multiple of it "
      "(docs/parallelism.md)."},
-    {"strata.activation_checkpointing", K::boolean, "false",
-     "Drop each block's saved activations and recompute them in backward."},
+    {"strata.activation_checkpointing", K::boolean_or_string, "false",
+     "Activation recomputation: false or \"none\" (keep what backward reads); \"selective\" "
+     "(drop the LayerNorm and GELU outputs and the attention core's output and log-sum-exps, "
+     "recompute them in backward: no matrix product with a weight is redone); true or \"full\" "
+     "(keep only each block's input and recompute the whole block in backward). Bitwise the same "
+     "training either way; each mode composes with strata.sequence_parallel (docs/memory.md)."},
     {"strata.allow_tf32", K::boolean, "false",
      "Let f32 matrix products on a GPU use TF32 tensor cores (10-bit mantissa products, f32 "
      "sums: faster, about 1e-3 relative error; PyTorch's torch.backends.cuda.matmul.allow_tf32). "
@@ -407,6 +411,8 @@ bool kind_matches(Kind k, const nlohmann::json& v) {
       return v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number();
     case Kind::number_or_pair:
       return v.is_number() || kind_matches(Kind::number_pair, v);
+    case Kind::boolean_or_string:
+      return v.is_boolean() || v.is_string();
     case Kind::object:
       return v.is_object();
   }
@@ -478,6 +484,8 @@ std::string_view kind_name(Kind k) {
       return "an array of two numbers";
     case Kind::number_or_pair:
       return "a number or an array of two numbers";
+    case Kind::boolean_or_string:
+      return "true, false or a string";
     case Kind::object:
       return "an object";
   }

@@ -21,6 +21,7 @@ enum class Kind {
   size,         // bytes: an integer, or a string such as "2GiB" (strata::parse_bytes)
   number_pair,  // [a, b]
   number_or_pair,  // a number, or [a, b]
+  boolean_or_string,  // true, false, or a string naming a mode
   object,
 };
 

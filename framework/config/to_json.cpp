@@ -33,11 +33,20 @@ std::string_view to_string(OffloadDevice d) {
   return "?";
 }
 
+std::string_view to_string(Recompute r) {
+  return r == Recompute::selective ? "selective" : r == Recompute::full ? "full" : "none";
+}
+
 std::string_view to_string(OnOom o) {
   return o == OnOom::recover ? "recover" : "fail";
 }
 
 namespace {
+
+// false and true for none and full (what configs wrote before "selective"), else the name.
+json recompute_json(Recompute r) {
+  return r == Recompute::selective ? json("selective") : json(r == Recompute::full);
+}
 
 json str(std::string_view s) {
   return std::string(s);
@@ -139,7 +148,7 @@ json strata_json(const StrataSection& s) {
       {"pipeline_parallel_size", s.pipeline_parallel_size},
       {"virtual_pipeline_stages", s.virtual_pipeline_stages},
       {"sequence_parallel", s.sequence_parallel},
-      {"activation_checkpointing", s.activation_checkpointing},
+      {"activation_checkpointing", recompute_json(s.activation_checkpointing)},
       {"optimizer_in_backward", s.optimizer_in_backward},
       {"allow_tf32", s.allow_tf32},
       {"activation_dtype", s.activation_dtype == ActivationDtype::f32 ? "f32" : "auto"},

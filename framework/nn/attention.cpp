@@ -25,15 +25,30 @@ Tensor CausalSelfAttention::forward(Context& ctx, const Tensor& x, int B, int T)
   Tensor out = ctx.act(Shape{static_cast<std::int64_t>(B) * T, C_});
   Tensor lse = ctx.act(Shape{B, NH_, T}, DType::f32);
   ops::attention_forward(qkv.view(Shape{B, T, 3 * C_}), out, lse, NH_);
-  save(ctx, {qkv, out, lse}, {B, T});
-  return c_proj.forward(ctx, out);
+  if (!recompute_core_) {
+    save(ctx, {qkv, out, lse}, {B, T});
+    return c_proj.forward(ctx, out);
+  }
+  save(ctx, {qkv}, {B, T});
+  Tensor y = c_proj.forward(ctx, out);
+  c_proj.drop_input(ctx);  // out, recomputed in backward
+  return y;
 }
 
 Tensor CausalSelfAttention::backward(Context& ctx, const Tensor& dy) {
   auto s = restore(ctx);
-  const Tensor qkv = std::move(s.tensors[0]), out = std::move(s.tensors[1]);
-  const Tensor lse = std::move(s.tensors[2]);
+  const Tensor qkv = std::move(s.tensors[0]);
   const std::int64_t B = s.ints[0], T = s.ints[1];
+  Tensor out, lse;
+  if (s.tensors.size() == 3) {
+    out = std::move(s.tensors[1]);
+    lse = std::move(s.tensors[2]);
+  } else {  // selective recomputation: the core again, as forward ran it
+    out = ctx.act(Shape{B * T, C_});
+    lse = ctx.act(Shape{B, NH_, T}, DType::f32);
+    ops::attention_forward(qkv.view(Shape{B, T, 3 * C_}), out, lse, NH_);
+    c_proj.give_input(ctx, out);
+  }
   s = {};
   Tensor dout = c_proj.backward(ctx, dy);
   Tensor dqkv = ctx.act(qkv.shape());

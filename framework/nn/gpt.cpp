@@ -77,11 +77,24 @@ TpTraffic gpt_tp_traffic(const GptConfig& c, int tp, std::int64_t tokens, DType 
 }
 
 std::int64_t gpt_block_activation_bytes(const GptConfig& c, TpShard tp, std::int64_t tokens,
-                                        DType act) {
-  const std::int64_t d = static_cast<std::int64_t>(dtype_size(act)), C = c.n_embd, t = tp.size;
-  const std::int64_t whole = tokens * (4 * C * d + 16);             // LayerNorm regions, per token
-  const std::int64_t split = tokens * (12 * C * d + 4 * c.n_head);  // inside the split layers
-  return tp.splits_tokens() ? (whole + split) / t : whole + split / t;
+                                        DType act, Recompute mode) {
+  const std::int64_t e = static_cast<std::int64_t>(dtype_size(act)), h = c.n_embd, t = tp.size;
+  const std::int64_t stats = 2 * 2 * 4;  // two LayerNorms' f32 mean and 1/std
+  std::int64_t whole = 0, split = 0;      // per token: LayerNorm regions, the split layers (all t)
+  switch (mode) {
+    case Recompute::none:
+      whole = 4 * e * h + stats;
+      split = 12 * e * h + 4 * c.n_head;
+      break;
+    case Recompute::selective:
+      whole = 2 * e * h + stats;
+      split = 7 * e * h;
+      break;
+    case Recompute::full:
+      whole = e * h;
+      break;
+  }
+  return tp.splits_tokens() ? tokens * (whole + split) / t : tokens * whole + tokens * split / t;
 }
 
 Gpt::Gpt(const GptConfig& cfg, TpShard tp)
@@ -134,8 +147,8 @@ std::vector<BatchField> Gpt::batch_fields(int micro_batch) const {
   return {{"tokens", s, DType::i32}, {"targets", s, DType::i32}};
 }
 
-void Gpt::set_checkpointing(bool on) {
-  for (auto& b : blocks_) b->set_checkpointing(on);
+void Gpt::set_recompute(Recompute mode) {
+  for (auto& b : blocks_) b->set_recompute(mode);
 }
 
 void Gpt::check_tokens(const Tensor& tokens) const {

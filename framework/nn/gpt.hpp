@@ -52,18 +52,28 @@ TpTraffic gpt_tp_traffic(const GptConfig& c, int tp, std::int64_t tokens, DType 
                          bool checkpointing, int block0, int block1, bool first, bool last,
                          bool sequence_parallel);
 
-// Bytes one block keeps for backward (and hands on as its output) for a micro-batch of `tokens`
-// tokens without activation checkpointing, activations in `act` (d bytes): per token, ln_1's and
-// ln_2's outputs (saved by c_attn and c_fc), the residual x1 (ln_2's input) and the block's
-// output (the next ln_1's input) at C·d each; qkv 3C/tp·d, the attention output C/tp·d (saved by
-// attention and c_proj alike), the MLP's pre-activation and GELU output 4C/tp·d each; the
-// attention's log-sum-exps n_head/tp f32 and the two LayerNorms' mean and 1/std (4 f32). With
-// sequence parallelism (tp.splits_tokens()) everything outside the split layers holds tokens/tp:
-// the whole is divided by tp. So, N tokens: without it N·(4C·d + 16) + N·(12C·d + 4·n_head)/tp,
-// with it N·(16C·d + 4·n_head + 16)/tp (Megatron's 34 s·b·h/t less the two dropout masks Strata
-// does not have, and the log-sum-exps instead of the s² softmax; docs/parallelism.md).
+// Bytes one transformer block of a tensor-parallel part (tp.size = 1: the whole block) keeps for
+// backward from its forward until its backward, for a micro-batch of `tokens` tokens with
+// activations in `act` (e bytes an element), h = n_embd, a = n_head, t = tp.size; per token, in the
+// LayerNorm regions (whole on every part) and inside the split layers (1/t of the features):
+//   none:      e·h (block input, ln_1's) + 8 (ln_1's f32 mean, 1/std) + e·h (ln_1's output,
+//              c_attn's input) + e·h (x1, ln_2's input) + 8 (ln_2's mean, 1/std) + e·h (ln_2's
+//              output, c_fc's input)  =  4·e·h + 16;  split: e·3h/t (qkv) + e·h/t (attention
+//              output, c_proj's input) + 4·a/t (f32 log-sum-exp per head and row) + e·4h/t (GELU
+//              input) + e·4h/t (GELU output, c_proj's input)  =  (12·e·h + 4·a)/t
+//   selective: none without ln_1's and ln_2's outputs, the attention output and log-sum-exps and
+//              the GELU output (recomputed in backward): 2·e·h + 16;  split 7·e·h/t
+//   full:      the block input: e·h;  split 0
+// Without sequence parallelism: tokens·(LayerNorm regions + split). With it (tp.splits_tokens())
+// the LayerNorm regions hold tokens/t — the column-parallel layers save their part of the tokens
+// and gather it again in backward, so the LayerNorm outputs selective drops and recomputes are
+// parts too — and the whole is divided by t: none tokens·(16·e·h + 4·a + 16)/t (Megatron's 34
+// s·b·h/t less the two dropout masks Strata does not have, and the log-sum-exps instead of the s²
+// softmax), selective tokens·(9·e·h + 16)/t, full tokens·e·h/t. The ledger measures exactly this
+// (tests/unit/nn/test_recompute.cpp, tests/dist/tensor/test_tensor_sequence.cpp); docs/memory.md
+// and docs/parallelism.md compare it with Korthikanti et al. (2022).
 std::int64_t gpt_block_activation_bytes(const GptConfig& c, TpShard tp, std::int64_t tokens,
-                                        DType act);
+                                        DType act, Recompute mode = Recompute::none);
 
 class Gpt : public Model {
  public:
@@ -76,7 +86,7 @@ class Gpt : public Model {
   // L..1 (unit 0's gradient is complete only after the embedding backward, at the very end).
   std::vector<UnitUse> unit_schedule() const override;
   std::vector<BatchField> batch_fields(int micro_batch) const override;
-  void set_checkpointing(bool on) override;
+  void set_recompute(Recompute mode) override;
   TpShard tensor_shard() const override { return tp_; }
   // Pipeline stage `index` of `count` (a GptStage, framework/nn/gpt_stage.hpp).
   std::unique_ptr<ModelStage> stage(int index, int count) override;

@@ -21,6 +21,16 @@ Tensor LayerNorm::forward(Context& ctx, const Tensor& x) {
   return y;
 }
 
+Tensor LayerNorm::recompute_output(Context& ctx) const {
+  const Tensor& x = ctx.saved->at(static_cast<const Module*>(this), prefix()).tensors[0];
+  const std::int64_t n = x.dim(0);
+  Tensor y = ctx.act(x.shape());
+  // mean and 1/std again into scratch: the kept ones stay as forward wrote them.
+  Tensor mean = ctx.scratch(Shape{n}), rstd = ctx.scratch(Shape{n});
+  ops::layernorm_forward(x, value_of(*w_), value_of(*b_), y, mean, rstd, eps_);
+  return y;
+}
+
 Tensor LayerNorm::backward(Context& ctx, const Tensor& dy) {
   const auto s = restore(ctx);
   const Tensor &x = s.tensors[0], &mean = s.tensors[1], &rstd = s.tensors[2];

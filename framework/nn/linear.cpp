@@ -72,4 +72,14 @@ Tensor Linear::backward(Context& ctx, const Tensor& dy, bool need_dx) {
   return dx;
 }
 
+void Linear::drop_input(Context& ctx) const {
+  if (ctx.grad_enabled) ctx.saved->at(static_cast<const Module*>(this), prefix()).tensors[0] = {};
+}
+
+void Linear::give_input(Context& ctx, Tensor x) const {
+  Tensor& kept = ctx.saved->at(static_cast<const Module*>(this), prefix()).tensors[0];
+  STRATA_CHECK(!kept.defined(), "nn", "{}: an input handed back over one that was kept", prefix());
+  kept = std::move(x);
+}
+
 }  // namespace strata::nn

@@ -27,6 +27,10 @@ class Linear : public Module {
   // dy: [N, out'] → dx [N, in'] (undefined if !need_dx). Accumulates into W.grad, b.grad.
   Tensor backward(Context& ctx, const Tensor& dy, bool need_dx = true);
   Parameter& weight() { return *w_; }
+  // Selective recomputation (recompute.hpp): forget the input forward kept, and hand it back
+  // (recomputed by whoever produced it) before backward. Nothing to forget without grad_enabled.
+  void drop_input(Context& ctx) const;
+  void give_input(Context& ctx, Tensor x) const;
 
  private:
   int in_, out_;  // this rank's

@@ -17,11 +17,18 @@ Tensor Mlp::forward(Context& ctx, const Tensor& x) {
   Tensor g = ctx.act(h.shape());
   ops::gelu_forward(h, g);
   save(ctx, {h});  // the GELU's input
-  return c_proj.forward(ctx, g);
+  Tensor y = c_proj.forward(ctx, g);
+  if (recompute_gelu_) c_proj.drop_input(ctx);
+  return y;
 }
 
 Tensor Mlp::backward(Context& ctx, const Tensor& dy) {
   const Tensor pre = restore(ctx).tensors[0];
+  if (recompute_gelu_) {
+    Tensor g = ctx.act(pre.shape());
+    ops::gelu_forward(pre, g);
+    c_proj.give_input(ctx, std::move(g));
+  }
   Tensor dg = c_proj.backward(ctx, dy);
   // dh overwrites dg in place: gelu_backward reads dg[i] before writing dx[i].
   ops::gelu_backward(pre, dg, dg);

@@ -12,6 +12,7 @@
 #include "framework/nn/batch.hpp"
 #include "framework/nn/model_stage.hpp"
 #include "framework/nn/module.hpp"
+#include "framework/nn/recompute.hpp"
 
 namespace strata::nn {
 
@@ -42,8 +43,10 @@ class Model : public Module {
   virtual double forward(Context& ctx, const Batch& batch) = 0;
   // Backward of the last forward: d(loss) * scale propagated, parameter gradients accumulated.
   virtual void backward(Context& ctx, float scale) = 0;
-  // Activation checkpointing where the model supports it (recompute instead of saving).
-  virtual void set_checkpointing(bool on) {}
+  // Activation recomputation where the model supports it (recompute instead of saving;
+  // recompute.hpp); set_checkpointing(true) is Recompute::full.
+  virtual void set_recompute(Recompute mode) {}
+  void set_checkpointing(bool on) { set_recompute(on ? Recompute::full : Recompute::none); }
   // The tensor-parallel part this model was built as (framework/nn/tensor_parallel.hpp): its
   // layers hold that part of the split parameters and need Context::tp. {0, 1}: the whole model.
   virtual TpShard tensor_shard() const { return {}; }

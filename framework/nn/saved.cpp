@@ -12,4 +12,10 @@ SavedState::Entry SavedState::take(const void* owner, std::string_view who) {
   return e;
 }
 
+SavedState::Entry& SavedState::at(const void* owner, std::string_view who) {
+  auto it = entries_.find(owner);
+  STRATA_CHECK(it != entries_.end(), "nn", "{}: backward without a saved forward", who);
+  return it->second;
+}
+
 }  // namespace strata::nn

@@ -24,6 +24,9 @@ class SavedState {
   void put(const void* owner, Entry e) { entries_[owner] = std::move(e); }
   // Removes and returns owner's entry; throws "[nn] <who>: backward without a saved forward".
   Entry take(const void* owner, std::string_view who);
+  // owner's entry, left in place (selective recomputation drops and hands back single tensors);
+  // throws as take.
+  Entry& at(const void* owner, std::string_view who);
   bool has(const void* owner) const { return entries_.count(owner) != 0; }
   void clear() { entries_.clear(); }
   bool empty() const { return entries_.empty(); }

@@ -89,6 +89,18 @@ CheckpointStage checkpoint_stage(const Grid& grid, nn::Model& model, const nn::M
 
 }  // namespace
 
+nn::Recompute recompute_mode(config::Recompute r) {
+  switch (r) {
+    case config::Recompute::none:
+      return nn::Recompute::none;
+    case config::Recompute::selective:
+      return nn::Recompute::selective;
+    case config::Recompute::full:
+      return nn::Recompute::full;
+  }
+  return nn::Recompute::none;
+}
+
 nn::TpShard tensor_shard(const config::Config& cfg, const Group& world) {
   const int tp = checked_int(cfg.strata.tensor_parallel_size, "strata.tensor_parallel_size");
   // Megatron's order: tensor-parallel ranks are adjacent.
@@ -242,7 +254,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
                                               std::move(reductions),
                                               offload::make_state_store(cfg_, world.rank(), memory));
 
-  model.set_checkpointing(cfg_.strata.activation_checkpointing);
+  model.set_recompute(recompute_mode(cfg_.strata.activation_checkpointing));
   nn::Context ctx;
   ctx.activations.device = extras.device;
   ctx.workspace.device = extras.device;

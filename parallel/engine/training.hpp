@@ -56,6 +56,9 @@ struct TrainingExtras {
 // strata.sequence_parallel its activations between the split layers hold 1/tp of the tokens).
 nn::TpShard tensor_shard(const config::Config& cfg, const Group& world);
 
+// strata.activation_checkpointing as the model's recomputation mode.
+nn::Recompute recompute_mode(config::Recompute r);
+
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.
 EngineOptions engine_options(const config::Config& cfg);
 

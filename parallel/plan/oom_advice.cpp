@@ -26,25 +26,34 @@ std::vector<Trial> candidates(const config::Config& cfg, const Trials& trials, T
   const auto& oo = z.offload_optimizer;
   const auto& op = z.offload_param;
   const int micro = static_cast<int>(cfg.train_micro_batch_size_per_gpu);
-  const bool ckpt = cfg.strata.activation_checkpointing;
+  // Recomputation that keeps less than the config does: selective (no product with a weight
+  // redone), then full.
+  std::vector<std::pair<std::string, std::string>> recompute;
+  if (cfg.strata.activation_checkpointing == config::Recompute::none)
+    recompute.emplace_back("turn on selective activation recomputation",
+                           "strata.activation_checkpointing=selective");
+  if (cfg.strata.activation_checkpointing != config::Recompute::full)
+    recompute.emplace_back("turn on activation checkpointing", "strata.activation_checkpointing=true");
   if (tier == Tier::device) {
-    if (!ckpt) run("turn on activation checkpointing", {"strata.activation_checkpointing=true"});
+    for (const auto& [what, set] : recompute) run(what, {set});
     // Tensor parallelism without sequence parallelism keeps every token's LayerNorm and residual
     // activations on each tp rank (an invalid config, e.g. block_size not a multiple of tp, is no
     // candidate: Trials::run).
-    if (cfg.strata.tensor_parallel_size > 1 && !cfg.strata.sequence_parallel)
+    if (cfg.strata.tensor_parallel_size > 1 && !cfg.strata.sequence_parallel) {
       run("split the LayerNorm and residual activations over the tensor-parallel ranks "
           "(sequence parallelism)",
           {"strata.sequence_parallel=true"});
+      // They compose: the pair where neither alone is enough.
+      for (const auto& [what, set] : recompute)
+        run("split the LayerNorm and residual activations over the tensor-parallel ranks "
+            "(sequence parallelism) and " + what,
+            {"strata.sequence_parallel=true", set});
+    }
     if (micro > 1) {
       add(trials.largest_micro(cfg, Change{"use smaller micro-batches (same global batch)", {}}, micro));
-      if (!ckpt)
+      for (const auto& [what, set] : recompute)
         add(trials.largest_micro(
-            cfg,
-            Change{"turn on activation checkpointing and use smaller micro-batches (same global "
-                   "batch)",
-                   {"strata.activation_checkpointing=true"}},
-            micro));
+            cfg, Change{what + " and use smaller micro-batches (same global batch)", {set}}, micro));
     }
     if (trials.ranks() > 1)  // sharding helps only across several data-parallel ranks
       for (int s = z.stage + 1; s <= 3; ++s)

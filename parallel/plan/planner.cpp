@@ -67,7 +67,7 @@ MemoryPlan plan_rank(const config::Config& cfg, const ModelFactory& make_model,
   out.micro_batch = static_cast<int>(job.config().train_micro_batch_size_per_gpu);
   out.accumulation = static_cast<int>(job.config().gradient_accumulation_steps);
   out.parameters = job.store().total_numel();
-  out.checkpointing = c.strata.activation_checkpointing;
+  out.recompute = c.strata.activation_checkpointing;
   if (const auto fields = model->batch_fields(1); !fields.empty())
     out.tokens_per_sample = std::max<std::int64_t>(1, fields.front().shape.numel());
   const auto no_data = [](nn::Batch&) {};  // zeros: token 0 is in every vocabulary

@@ -45,7 +45,7 @@ struct MemoryPlan {
   // sample (a GPT's tokens per sequence).
   std::int64_t parameters = 0;
   std::int64_t tokens_per_sample = 1;
-  bool checkpointing = false;
+  config::Recompute recompute = config::Recompute::none;  // strata.activation_checkpointing
 
   std::uint64_t peak(Tier t) const { return memory.tier_peak[static_cast<int>(t)]; }
   std::uint64_t peak(Tier t, Category c) const {

@@ -66,23 +66,29 @@ Recommendation recommend(const config::Config& cfg, int ranks, const ModelFactor
         sets.push_back("zero_optimization.offload_param.nvme_path=" + nvme_path);
       }
     }
-    // Sequence parallelism as an option of its own where tensor parallelism runs without it.
-    // (It needs block_size to split over the tp ranks.)
+    // Sequence parallelism as an option of its own where tensor parallelism runs without it (it
+    // needs block_size to split over the tp ranks), with each recomputation mode: they compose
+    // (docs/parallelism.md).
     std::vector<bool> sp_options{false};
     const std::int64_t tp = cfg.strata.tensor_parallel_size;
     if (tp > 1 && !cfg.strata.sequence_parallel && cfg.strata.model.block_size % tp == 0)
       sp_options.push_back(true);
+    using config::Recompute;
+    constexpr Recompute kModes[] = {Recompute::none, Recompute::selective, Recompute::full};
     const std::size_t rung_begin = r.options.size();
-    for (const bool ckpt : {false, true})
+    for (const Recompute mode : kModes)
       for (const bool sp : sp_options) {
         Option o;
         o.rung = rung.name;
-        o.checkpointing = ckpt;
+        o.recompute = mode;
         o.sequence_parallel = sp;
         o.skipped = skipped;
         if (skipped.empty()) {
           std::vector<std::string> s = sets;
-          s.push_back(fmt::format("strata.activation_checkpointing={}", ckpt ? "true" : "false"));
+          s.push_back(fmt::format("strata.activation_checkpointing={}",
+                                  mode == Recompute::none   ? "false"
+                                  : mode == Recompute::full ? "true"
+                                                            : "selective"));
           if (sp) s.push_back("strata.sequence_parallel=true");
           const Change ch{rung.name, s};
           try {

@@ -52,22 +52,23 @@ nlohmann::json plan_json(const MemoryPlan& p) {
 }
 
 std::string format_recommendation(const Recommendation& r, const config::Config& cfg) {
-  std::string out = fmt::format("{:<42} {:<5} {:>13} {:>12} {:>12} {:>12} {:<5} {}\n", "option",
-                                "ckpt", "micro x accum", "device", "host", "nvme", "fits",
+  std::string out = fmt::format("{:<42} {:<9} {:>13} {:>12} {:>12} {:>12} {:<5} {}\n", "option",
+                                "recompute", "micro x accum", "device", "host", "nvme", "fits",
                                 "cost (estimate)");
   for (std::size_t i = 0; i < r.options.size(); ++i) {
     const Option& o = r.options[i];
     const std::string mark = r.chosen == i ? "* " : "  ";
     if (!o.skipped.empty()) {
-      if (o.checkpointing || o.sequence_parallel) continue;  // one line per skipped rung
+      if (o.recompute != config::Recompute::none || o.sequence_parallel)
+        continue;  // one line per skipped rung
       out += fmt::format("{}{:<40} skipped: {}\n", mark, o.rung, o.skipped);
       continue;
     }
     if (!o.trial) continue;
     const MemoryPlan& p = o.trial->plan;
     const std::string name = o.sequence_parallel ? o.rung + " + sequence parallel" : o.rung;
-    out += fmt::format("{}{:<40} {:<5} {:>13} {:>12} {:>12} {:>12} {:<5} x{:.2f}\n", mark, name,
-                       o.checkpointing ? "on" : "off",
+    out += fmt::format("{}{:<40} {:<9} {:>13} {:>12} {:>12} {:>12} {:<5} x{:.2f}\n", mark, name,
+                       config::to_string(o.recompute),
                        fmt::format("{} x {}", p.micro_batch, p.accumulation),
                        format_bytes(p.peak(Tier::device)), format_bytes(p.peak(Tier::host)),
                        format_bytes(p.peak(Tier::nvme)), o.trial->fits() ? "yes" : "no",
@@ -76,19 +77,19 @@ std::string format_recommendation(const Recommendation& r, const config::Config&
   const CostModel& m = r.model;
   out += fmt::format(
       "cost: an estimate relative to the cheapest option that fits (per step: 6 x params x tokens "
-      "at {:g} TFLOP/s, efficiency t/(t+{:g}) for t tokens per micro-batch, x4/3 with "
-      "checkpointing; collectives at {:g} GB/s; host transfers at {:g} GB/s; NVMe at {:g} GB/s; "
+      "at {:g} TFLOP/s, efficiency t/(t+{:g}) for t tokens per micro-batch, x{:g} with "
+      "selective and x4/3 with full recomputation; collectives at {:g} GB/s; host transfers at {:g} GB/s; NVMe at {:g} GB/s; "
       "docs/plan.md)\n",
-      m.flops / 1e12, m.half_tokens, m.network / 1e9, m.pcie / 1e9, m.nvme / 1e9);
+      m.flops / 1e12, m.half_tokens, 1 + m.selective_overhead, m.network / 1e9, m.pcie / 1e9, m.nvme / 1e9);
   if (!r.chosen) {
     out += "no option fits these caps: raise a cap, or add ranks\n";
     return out;
   }
   const Option& c = r.options[*r.chosen];
-  out += fmt::format("recommended: {}{}, activation checkpointing {}, micro-batch {} x accumulation "
-                     "{} (global batch {} kept)\n  {}\n",
+  out += fmt::format("recommended: {}{}, activation recomputation {}, micro-batch {} x "
+                     "accumulation {} (global batch {} kept)\n  {}\n",
                      c.rung, c.sequence_parallel ? ", sequence parallelism on" : "",
-                     c.checkpointing ? "on" : "off", c.trial->plan.micro_batch,
+                     config::to_string(c.recompute), c.trial->plan.micro_batch,
                      c.trial->plan.accumulation, cfg.train_batch_size, c.trial->change.flags());
   return out;
 }
@@ -98,7 +99,11 @@ std::string format_plan_report(const MemoryPlan& plan, const config::Config& cfg
              "memory plan per rank: {} rank{}, micro-batch {} x accumulation {}, ZeRO stage {}{}{}\n",
              plan.ranks, plan.ranks == 1 ? "" : "s", plan.micro_batch, plan.accumulation,
              cfg.zero_optimization.stage,
-             cfg.strata.activation_checkpointing ? ", activation checkpointing" : "",
+             cfg.strata.activation_checkpointing == config::Recompute::full
+                 ? ", activation checkpointing"
+             : cfg.strata.activation_checkpointing == config::Recompute::selective
+                 ? ", selective activation recomputation"
+                 : "",
              cfg.strata.sequence_parallel
                  ? fmt::format(", sequence parallel over tp {}", cfg.strata.tensor_parallel_size)
                  : "") +
@@ -109,7 +114,11 @@ nlohmann::json recommendation_json(const Recommendation& r) {
   nlohmann::json opts = nlohmann::json::array();
   for (std::size_t i = 0; i < r.options.size(); ++i) {
     const Option& o = r.options[i];
-    nlohmann::json j = {{"option", o.rung}, {"activation_checkpointing", o.checkpointing},
+    // As the config writes it: false, "selective" or true.
+    const nlohmann::json mode = o.recompute == config::Recompute::selective
+                                    ? nlohmann::json("selective")
+                                    : nlohmann::json(o.recompute == config::Recompute::full);
+    nlohmann::json j = {{"option", o.rung}, {"activation_checkpointing", mode},
                         {"sequence_parallel", o.sequence_parallel}};
     if (!o.skipped.empty()) j["skipped"] = o.skipped;
     if (o.trial) {

@@ -14,7 +14,7 @@ inline config::Config adamw_job(int micro, int accum, int stage) {
   cfg.train_micro_batch_size_per_gpu = micro;
   cfg.gradient_accumulation_steps = accum;
   cfg.strata.seed = 5;
-  cfg.strata.activation_checkpointing = true;
+  cfg.strata.activation_checkpointing = config::Recompute::full;
   auto& z = cfg.zero_optimization;
   z.stage = stage;
   z.reduce_bucket_size = 1000;

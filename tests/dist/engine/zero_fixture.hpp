@@ -68,7 +68,8 @@ inline config::Config job_config(const train::TrainerOptions& o, int micro, int 
   cfg.train_micro_batch_size_per_gpu = micro;
   cfg.gradient_accumulation_steps = accum;
   cfg.strata.seed = 5;
-  cfg.strata.activation_checkpointing = checkpointing;
+  cfg.strata.activation_checkpointing =
+      checkpointing ? config::Recompute::full : config::Recompute::none;
   auto& z = cfg.zero_optimization;
   z.stage = stage;
   z.reduce_bucket_size = bucket;

@@ -1,7 +1,9 @@
 // The bytes a tensor-parallel GPT moves over its tp group per step are the formula's
 // (nn::gpt_tp_traffic, by kind: all-reduce, all-gather, reduce-scatter): tp = 2, alone and inside
-// pp = 2 stages, with and without activation checkpointing, f32 and bf16 activations (and tp = 4
-// on 4 ranks: f32, pp 1, no checkpointing), with and without sequence parallelism, over a step of 3 micro-batches — what each
+// pp = 2 stages, without recomputation, with selective recomputation (which moves nothing again:
+// the bytes without recomputation) and with activation checkpointing, f32 and bf16 activations (and
+// tp = 4 on 4 ranks: f32, pp 1, no recomputation), with and without sequence parallelism, over a
+// step of 3 micro-batches — what each
 // rank's communicator counted equals the formula for the blocks its stage runs, exactly.
 #include <gtest/gtest.h>
 
@@ -34,17 +36,21 @@ TEST(TensorComm, BytesPerStepAreTheFormulas) {
   for (int tp : {2, 4})
     for (int pp : {1, 2}) {
       if (w.size() % (tp * pp) != 0) continue;
-      for (bool ckpt : {false, true})
+      for (const config::Recompute mode :
+           {config::Recompute::none, config::Recompute::selective, config::Recompute::full})
         for (DType dt : {DType::f32, DType::bf16}) {
-          if (tp == 4 && (pp > 1 || ckpt || dt != DType::f32)) continue;  // (test time)
+          // (test time)
+          if (tp == 4 && (pp > 1 || mode != config::Recompute::none || dt != DType::f32)) continue;
+          const bool ckpt = mode == config::Recompute::full;  // selective redoes no collective
           nn::TpTraffic per_sp[2];
           std::string act_name;
           for (bool sp : {false, true}) {
-            SCOPED_TRACE(fmt::format("tp {} pp {} checkpointing {} {} sequence parallel {}", tp,
-                                     pp, ckpt, dtype_name(dt), sp));
+            SCOPED_TRACE(fmt::format("tp {} pp {} recompute {} {} sequence parallel {}", tp, pp,
+                                     config::to_string(mode), dtype_name(dt), sp));
             train::TrainerOptions o;
             if (dt == DType::bf16) o.precision = train::Precision::bf16;
             config::Config cfg = job_config(o, b, m, 1, dt, 1000, true, ckpt, dt != DType::f32);
+            cfg.strata.activation_checkpointing = mode;
             cfg.strata.tensor_parallel_size = tp;
             cfg.strata.pipeline_parallel_size = pp;
             cfg.strata.sequence_parallel = sp;
@@ -75,11 +81,11 @@ TEST(TensorComm, BytesPerStepAreTheFormulas) {
             per_sp[sp] = got;
           }
           if (w.rank() == 0)
-            std::printf("tp %d pp %d checkpointing %d %s activations, rank 0 per step: without "
+            std::printf("tp %d pp %d recompute %s %s activations, rank 0 per step: without "
                         "sequence parallelism all-reduce %lld B; with it all-reduce %lld, "
                         "all-gather %lld, reduce-scatter %lld B; ring bytes sent %.0f vs %.0f "
                         "(x%.3f)\n",
-                        tp, pp, static_cast<int>(ckpt), act_name.c_str(),
+                        tp, pp, std::string(config::to_string(mode)).c_str(), act_name.c_str(),
                         static_cast<long long>(per_sp[0].all_reduce),
                         static_cast<long long>(per_sp[1].all_reduce),
                         static_cast<long long>(per_sp[1].all_gather),

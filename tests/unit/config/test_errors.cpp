@@ -47,6 +47,13 @@ const BadConfig kBad[] = {
      "{" MICRO R"(, "seq_parallel_comm_data_type": "bf16"})",
      {"unknown key 'seq_parallel_comm_data_type'; did you mean "
       "'seq_parallel_communication_data_type'?"}},
+    {"RecomputeModeTypo",
+     "{" MICRO R"(, "strata": {"activation_checkpointing": "selectve"}})",
+     {"strata.activation_checkpointing is \"selectve\"; allowed: true (= \"full\"), false (= "
+      "\"none\"), \"none\", \"selective\", \"full\" (did you mean \"selective\"?)"}},
+    {"RecomputeModeWrongType",
+     "{" MICRO R"(, "strata": {"activation_checkpointing": 1}})",
+     {"strata.activation_checkpointing must be true, false or a string, got 1 (an integer)"}},
     {"NothingClose",
      "{" MICRO R"(, "strata": {"model": {"flux_capacitor": 1}}})",
      {"unknown key 'strata.model.flux_capacitor'",

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "framework/config/config.hpp"
+#include "framework/config/overrides.hpp"
 #include "framework/config/schema.hpp"
 
 namespace strata::config {
@@ -156,6 +157,32 @@ TEST(ConfigParse, SizesAcceptBytesAndUnits) {
   const Config d = parse_config(doc);
   EXPECT_FALSE(d.strata.memory.device_limit.has_value());
   EXPECT_EQ(d.strata.memory.host_limit, 512u << 20);
+}
+
+// strata.activation_checkpointing: true and false as before, or a mode by name (any letter case);
+// written back as false, "selective" or true.
+TEST(ConfigParse, ActivationCheckpointingModes) {
+  const std::pair<json, Recompute> cases[] = {
+      {false, Recompute::none},         {true, Recompute::full},
+      {"none", Recompute::none},        {"selective", Recompute::selective},
+      {"Selective", Recompute::selective}, {"full", Recompute::full}};
+  for (const auto& [value, mode] : cases) {
+    SCOPED_TRACE(value.dump());
+    const Config c = parse_config(json{{"train_micro_batch_size_per_gpu", 1},
+                                       {"strata", {{"activation_checkpointing", value}}}});
+    EXPECT_EQ(c.strata.activation_checkpointing, mode);
+    const json back = to_json(c)["strata"]["activation_checkpointing"];
+    EXPECT_EQ(back, mode == Recompute::selective ? json("selective") : json(mode == Recompute::full));
+    EXPECT_EQ(parse_config(to_json(c)).strata.activation_checkpointing, mode);
+  }
+  EXPECT_EQ(parse_config(json{{"train_micro_batch_size_per_gpu", 1}}).strata.activation_checkpointing,
+            Recompute::none);
+  // On the command line: --set strata.activation_checkpointing=selective (a bare word).
+  json doc = {{"train_micro_batch_size_per_gpu", 1}};
+  apply_override(doc, "strata.activation_checkpointing=selective");
+  EXPECT_EQ(parse_config(doc).strata.activation_checkpointing, Recompute::selective);
+  apply_override(doc, "strata.activation_checkpointing=true");
+  EXPECT_EQ(parse_config(doc).strata.activation_checkpointing, Recompute::full);
 }
 
 TEST(ConfigParse, ToJsonParsesBackToTheSameConfig) {

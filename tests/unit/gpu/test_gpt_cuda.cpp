@@ -60,9 +60,12 @@ TEST(GptCuda, cuda_ActivationCheckpointingIsBitwiseTheSame) {
   SKIP_WITHOUT_GPU();
   for (const char* precision : {"bf16.enabled=false", "bf16.enabled=true"}) {
     const Trained plain = train(job_config("cuda", {precision}), 5);
-    const Trained ckpt = train(job_config("cuda", {precision, "strata.activation_checkpointing=true"}), 5);
-    EXPECT_EQ(plain.losses, ckpt.losses) << precision;
-    EXPECT_EQ(plain.masters, ckpt.masters) << precision;
+    for (const char* mode : {"strata.activation_checkpointing=true",
+                             "strata.activation_checkpointing=selective"}) {
+      const Trained ckpt = train(job_config("cuda", {precision, mode}), 5);
+      EXPECT_EQ(plain.losses, ckpt.losses) << precision << " " << mode;
+      EXPECT_EQ(plain.masters, ckpt.masters) << precision << " " << mode;
+    }
   }
 }
 

@@ -28,6 +28,8 @@ const Case kCases[] = {
     {"Stage0Bf16Micro8", {"bf16.enabled=true", "train_micro_batch_size_per_gpu=8"}, Tier::device, 0.7},
     {"Stage0CheckpointingMicro8", {"strata.activation_checkpointing=true",
                                    "train_micro_batch_size_per_gpu=8"}, Tier::device, 0.8},
+    {"Stage0SelectiveMicro8", {"strata.activation_checkpointing=selective",
+                               "train_micro_batch_size_per_gpu=8"}, Tier::device, 0.8},
     {"Stage0Micro1", {"train_micro_batch_size_per_gpu=1"}, Tier::device, 0.9},
     {"Stage0Fp16Accumulation2", {"fp16.enabled=true", "gradient_accumulation_steps=2"}, Tier::device, 0.6},
     {"Stage0SgdHalf", {"optimizer.type=SGD"}, Tier::device, 0.5},

@@ -1,5 +1,6 @@
 // The memory planner's prediction against the ledger's measured peak: for configurations spanning
-// ZeRO stages, optimizer and parameter offload (host and NVMe), activation checkpointing,
+// ZeRO stages, optimizer and parameter offload (host and NVMe), activation checkpointing (full
+// and selective),
 // micro-batch, accumulation, dtypes and optimizers (AdamW, SGD, AdamW8bit, Adafactor), gradient
 // offload, updates in backward, every tier's planned peak is within 5% of the
 // peak a real run of the same steps reaches.
@@ -25,6 +26,8 @@ const Case kCases[] = {
     {"Stage0Bf16", {"bf16.enabled=true"}},
     {"Stage0Fp16Accumulation2", {"fp16.enabled=true", "gradient_accumulation_steps=2"}},
     {"Stage0Checkpointing", {"strata.activation_checkpointing=true", "train_micro_batch_size_per_gpu=8"}},
+    {"Stage0Selective", {"strata.activation_checkpointing=selective", "train_micro_batch_size_per_gpu=8"}},
+    {"Stage0SelectiveBf16", {"strata.activation_checkpointing=selective", "bf16.enabled=true"}},
     {"Stage0MicroBatch1Sgd", {"train_micro_batch_size_per_gpu=1", "optimizer.type=SGD"}},
     {"Stage1Accumulation3", {"zero_optimization.stage=1", "train_micro_batch_size_per_gpu=2",
                              "gradient_accumulation_steps=3"}},
@@ -35,7 +38,7 @@ const Case kCases[] = {
                                     "zero_optimization.offload_optimizer.device=cpu",
                                     "strata.activation_checkpointing=true"}},
     {"Stage3", {"zero_optimization.stage=3"}},
-    {"Stage3Prefetch", {"zero_optimization.stage=3", "zero_optimization.stage3_max_reuse_distance=0",
+    {"Stage3Prefetch", {"zero_optimization.stage=3", "strata.activation_checkpointing=selective", "zero_optimization.stage3_max_reuse_distance=0",
                         "zero_optimization.stage3_prefetch_bucket_size=0", "bf16.enabled=true"}},
     {"Stage3ParamAndOptimizerOffload", {"zero_optimization.stage=3", "bf16.enabled=true",
                                         "zero_optimization.offload_optimizer.device=cpu",
@@ -98,6 +101,28 @@ TEST_P(PlanAccuracy, PeakPerTierWithinFivePercentOfMeasured) {
 
 INSTANTIATE_TEST_SUITE_P(Configs, PlanAccuracy, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Selective recomputation is planned to the byte (the planner runs the layers that drop and
+// recompute), and its activations lie between full recomputation's and none's.
+TEST(PlanRecompute, SelectiveIsExactAndBetweenFullAndNone) {
+  std::uint64_t acts[3] = {};
+  const char* modes[] = {"false", "selective", "true"};
+  for (int i = 0; i < 3; ++i) {
+    const config::Config cfg = plan_test::gpt_config(
+        {fmt::format("strata.activation_checkpointing={}", modes[i]), "train_micro_batch_size_per_gpu=8"});
+    const auto plan = parallel::plan::plan_memory(cfg, parallel::plan::gpt_model());
+    const MemorySnapshot got = plan_test::measure(cfg);
+    const int d = static_cast<int>(Tier::device), a = static_cast<int>(Category::activations);
+    EXPECT_EQ(plan.peak(Tier::device, Category::activations), got.peak[d][a]) << modes[i];
+    EXPECT_EQ(plan.peak(Tier::device), got.tier_peak[d]) << modes[i];
+    acts[i] = plan.peak(Tier::device, Category::activations);
+  }
+  std::printf("planned activation peak: none %s, selective %s, full %s\n",
+              format_bytes(acts[0]).c_str(), format_bytes(acts[1]).c_str(),
+              format_bytes(acts[2]).c_str());
+  EXPECT_LT(acts[1], acts[0]);
+  EXPECT_LT(acts[2], acts[1]);
+}
 
 // More configurations than the 12.
 static_assert(std::size(kCases) >= 12);

@@ -5,6 +5,9 @@
 
 #include "parallel/engine/training.hpp"
 #include "parallel/plan/recommend.hpp"
+#include "parallel/plan/report.hpp"
+
+#include <sstream>
 #include "tests/unit/plan/plan_test_util.hpp"
 
 namespace strata {
@@ -35,10 +38,13 @@ TEST(Recommend, OneRankTakesTheFirstFittingRungInDeepSpeedsOrder) {
   EXPECT_EQ(r.options[0].rung, "no ZeRO");
   ASSERT_TRUE(r.options[0].trial);
   EXPECT_FALSE(r.options[0].trial->fits());
-  EXPECT_EQ(r.options[2].rung, "ZeRO-1");
-  EXPECT_NE(r.options[2].skipped.find("one rank"), std::string::npos);
-  EXPECT_EQ(r.options[4].rung, "ZeRO-2");
-  EXPECT_FALSE(r.options[4].skipped.empty());
+  // Three options a rung: no recomputation, selective, full.
+  EXPECT_EQ(r.options[1].recompute, config::Recompute::selective);
+  EXPECT_EQ(r.options[2].recompute, config::Recompute::full);
+  EXPECT_EQ(r.options[3].rung, "ZeRO-1");
+  EXPECT_NE(r.options[3].skipped.find("one rank"), std::string::npos);
+  EXPECT_EQ(r.options[6].rung, "ZeRO-2");
+  EXPECT_FALSE(r.options[6].skipped.empty());
   for (const auto& o : r.options) EXPECT_NE(o.rung, "ZeRO-3") << "planned past the chosen rung";
   // The global batch stays: micro-batch x accumulation = 8.
   EXPECT_EQ(chosen.trial->plan.micro_batch * chosen.trial->plan.accumulation, 8);
@@ -63,7 +69,61 @@ TEST(Recommend, WithoutACapNoZeroWinsAndSeveralRanksConsiderSharding) {
   ASSERT_TRUE(r.chosen);
   const std::string rung = r.options[*r.chosen].rung;
   EXPECT_TRUE(rung == "ZeRO-1" || rung == "ZeRO-2") << rung;
-  EXPECT_TRUE(r.options[2].skipped.empty()) << r.options[2].skipped;
+  EXPECT_TRUE(r.options[3].skipped.empty()) << r.options[3].skipped;
+}
+
+// The flags of the recommendation's last line ("  --set a=b --set c=d"), applied to cfg's document
+// as the command line applies them.
+config::Config follow_printed(const config::Config& cfg, const std::string& report) {
+  const auto at = report.rfind("\n  --set ");
+  EXPECT_NE(at, std::string::npos) << report;
+  std::istringstream in(report.substr(at + 3));
+  config::json doc = config::to_json(cfg);
+  for (std::string flag, value; in >> flag >> value;) {
+    EXPECT_EQ(flag, "--set") << report;
+    config::apply_override(doc, value);
+  }
+  config::Config out = config::parse_config(doc);
+  config::resolve_batch(out, 1);
+  return out;
+}
+
+// With a cap that the step without recomputation exceeds at the configured micro-batch but
+// selective recomputation meets, the recommendation is selective (cheaper than full, which fits
+// too: no product redone; cheaper than no recomputation at a smaller micro-batch), and its
+// printed flags, applied literally, make a run that fits.
+TEST(Recommend, SelectiveBeforeFullWhenItIsEnough) {
+  const std::vector<std::string> base = {"train_micro_batch_size_per_gpu=8", "strata.model.n_layer=4"};
+  auto peak = [&](const char* mode, int micro) {
+    std::vector<std::string> sets = base;
+    sets.push_back(fmt::format("strata.activation_checkpointing={}", mode));
+    sets.push_back(fmt::format("train_micro_batch_size_per_gpu={}", micro));
+    sets.push_back(fmt::format("gradient_accumulation_steps={}", 8 / micro));
+    return parallel::plan::plan_memory(plan_test::gpt_config(sets), parallel::plan::gpt_model())
+        .peak(Tier::device);
+  };
+  // Between selective's need at micro-batch 8 and no recomputation's: without recomputation only
+  // smaller micro-batches fit (slower: a device is less busy), with selective 8 does.
+  const std::uint64_t sel8 = peak("selective", 8), none8 = peak("false", 8);
+  ASSERT_LT(sel8, none8);
+  const std::uint64_t cap = (sel8 + none8) / 2;
+  std::vector<std::string> sets = base;
+  sets.push_back(fmt::format("strata.memory.device_limit={}", cap));
+  const config::Config cfg = plan_test::gpt_config(sets);
+  const Recommendation r = recommend_for(cfg, 1);
+  ASSERT_TRUE(r.chosen);
+  const auto& chosen = r.options[*r.chosen];
+  const std::string report = parallel::plan::format_recommendation(r, cfg);
+  std::printf("%s", report.c_str());
+  EXPECT_EQ(chosen.rung, "no ZeRO");
+  EXPECT_EQ(chosen.recompute, config::Recompute::selective) << report;
+  EXPECT_EQ(chosen.trial->plan.micro_batch, 8);
+  EXPECT_NE(report.find("--set strata.activation_checkpointing=selective"), std::string::npos)
+      << report;
+  // Followed literally: the config the printed flags make fits when run for real.
+  const config::Config followed = follow_printed(cfg, report);
+  EXPECT_EQ(followed.strata.activation_checkpointing, config::Recompute::selective);
+  EXPECT_NO_THROW(plan_test::measure(followed));
 }
 
 // A GPU job (planned on the meta device: this runs without a GPU) climbs the same ladder: offload
