@@ -157,6 +157,24 @@ if [[ $mode == grow ]]; then
   grep -q "attempt 2: 2 ranks on n1:2" "$T/b/err" || fail "the job did not restart on n1 alone"
   echo "node n2 back at step $(step_of 0)"
   ip -n strata-n2 link set eth0 up
+  # On an idle machine n1 alone can finish the remaining steps (about 50 ms each) before the
+  # launcher's next probe finds n2 (every --node-grace / 2 = 1 s): hold n1's ranks (SIGSTOP, 2 s
+  # at a time, below the 3 s watchdog, letting them make a step in between) until the launcher
+  # says it grows. Timing only: the ranks' arithmetic is untouched.
+  for _ in $(seq 1 15); do
+    grep -q "growing to 2 nodes at the next step" "$T/b/err" 2>/dev/null && break
+    kill -0 "$launcher" 2>/dev/null || break
+    held=$(node_ranks n1)
+    [[ -n $held ]] || break
+    kill -STOP $held
+    for _ in $(seq 1 20); do
+      grep -q "growing to 2 nodes at the next step" "$T/b/err" 2>/dev/null && break
+      sleep 0.1
+    done
+    at=$(step_of 0)
+    kill -CONT $held
+    for _ in $(seq 1 100); do (($(step_of 0) != at)) && break; sleep 0.05; done
+  done
 fi
 
 wait "$launcher"
