@@ -23,6 +23,32 @@ std::uint64_t activation_peak(const config::Config& cfg, int ranks) {
   return p.peak(Tier::device, Category::activations);
 }
 
+// One block of the layer above (h, a, s; b 1) as the planner counts it: the activations peak of
+// 3 blocks less that of 2, with the recomputation mode `mode` (a config value), tp and sequence
+// parallelism; `two` is the 2-block config (for its dtype and model).
+struct PlannedBlock {
+  std::int64_t bytes;
+  config::Config two;
+};
+PlannedBlock planned_block(int h, int a, int s, const char* mode, int tp, const char* dtype,
+                           bool sp) {
+  std::vector<std::string> sets = {
+      "train_micro_batch_size_per_gpu=1",
+      fmt::format("strata.activation_checkpointing={}", mode),
+      fmt::format("strata.tensor_parallel_size={}", tp),
+      fmt::format("strata.sequence_parallel={}", sp ? "true" : "false"),
+      fmt::format("strata.model.n_embd={}", h), fmt::format("strata.model.n_head={}", a),
+      fmt::format("strata.model.block_size={}", s), "strata.model.vocab_size=1024"};
+  if (std::string(dtype) == "bf16") sets.push_back("bf16.enabled=true");
+  sets.push_back("strata.model.n_layer=2");
+  config::Config two = plan_test::gpt_config(sets);
+  sets.push_back("strata.model.n_layer=3");
+  const config::Config three = plan_test::gpt_config(sets);
+  return {static_cast<std::int64_t>(activation_peak(three, tp)) -
+              static_cast<std::int64_t>(activation_peak(two, tp)),
+          std::move(two)};
+}
+
 TEST(PlanSequenceParallel, ActivationBytesPerLayerAreTheFormula) {
   const int s = 1024, h = 1024, a = 16;
   std::printf("| tp | activations | sequence parallel | one block, planned (ledger) | Strata's "
@@ -33,19 +59,9 @@ TEST(PlanSequenceParallel, ActivationBytesPerLayerAreTheFormula) {
       for (bool sp : {false, true}) {
         if (sp && tp == 1) continue;
         SCOPED_TRACE(fmt::format("tp {} {} sequence parallel {}", tp, dtype, sp));
-        std::vector<std::string> sets = {
-            "train_micro_batch_size_per_gpu=1", "strata.activation_checkpointing=false",
-            fmt::format("strata.tensor_parallel_size={}", tp),
-            fmt::format("strata.sequence_parallel={}", sp ? "true" : "false"),
-            fmt::format("strata.model.n_embd={}", h), fmt::format("strata.model.n_head={}", a),
-            fmt::format("strata.model.block_size={}", s), "strata.model.vocab_size=1024"};
-        if (std::string(dtype) == "bf16") sets.push_back("bf16.enabled=true");
-        sets.push_back("strata.model.n_layer=2");
-        const config::Config two = plan_test::gpt_config(sets);
-        sets.push_back("strata.model.n_layer=3");
-        const config::Config three = plan_test::gpt_config(sets);
-        const auto got = static_cast<std::int64_t>(activation_peak(three, tp)) -
-                         static_cast<std::int64_t>(activation_peak(two, tp));
+        const PlannedBlock block = planned_block(h, a, s, "false", tp, dtype, sp);
+        const config::Config& two = block.two;
+        const std::int64_t got = block.bytes;
         const DType act = train::activation_dtype(two);
         const std::int64_t want = nn::gpt_block_activation_bytes(
             train::gpt_config(two), nn::TpShard{0, tp, sp}, s, act);
@@ -80,20 +96,9 @@ TEST(PlanSequenceParallel, RecomputeActivationBytesPerLayerAreTheFormula) {
         for (bool sp : {false, true}) {
           if (sp && tp == 1) continue;
           SCOPED_TRACE(fmt::format("recompute {} tp {} {} sequence parallel {}", mode, tp, dtype, sp));
-          std::vector<std::string> sets = {
-              "train_micro_batch_size_per_gpu=1",
-              fmt::format("strata.activation_checkpointing={}", mode),
-              fmt::format("strata.tensor_parallel_size={}", tp),
-              fmt::format("strata.sequence_parallel={}", sp ? "true" : "false"),
-              fmt::format("strata.model.n_embd={}", h), fmt::format("strata.model.n_head={}", a),
-              fmt::format("strata.model.block_size={}", s), "strata.model.vocab_size=1024"};
-          if (std::string(dtype) == "bf16") sets.push_back("bf16.enabled=true");
-          sets.push_back("strata.model.n_layer=2");
-          const config::Config two = plan_test::gpt_config(sets);
-          sets.push_back("strata.model.n_layer=3");
-          const config::Config three = plan_test::gpt_config(sets);
-          const auto got = static_cast<std::int64_t>(activation_peak(three, tp)) -
-                           static_cast<std::int64_t>(activation_peak(two, tp));
+          const PlannedBlock block = planned_block(h, a, s, mode, tp, dtype, sp);
+          const config::Config& two = block.two;
+          const std::int64_t got = block.bytes;
           const DType act = train::activation_dtype(two);
           const config::Recompute r = two.strata.activation_checkpointing;
           ASSERT_NE(r, config::Recompute::none);
