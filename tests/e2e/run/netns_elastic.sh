@@ -22,14 +22,8 @@ set -u
 mode=$1 strata=$2 train_gpt=$3 src=$4
 net="$src/cluster/netns"
 skip() { echo "SKIP: $*"; exit 77; }
-[[ $(id -u) == 0 ]] || skip "not root: network namespaces need root"
-command -v ip >/dev/null || skip "no ip command (Debian's iproute2; scripts/setup installs it)"
-ip netns add strata-probe-$$ 2>/dev/null || skip "ip netns add is not allowed here"
-probe_ok=1
-ip netns exec strata-probe-$$ unshare --uts /bin/sh -c 'hostname probe' 2>/dev/null || probe_ok=0
-mkdir -p /etc/netns 2>/dev/null && [[ -w /etc/netns ]] || probe_ok=2
-ip netns del strata-probe-$$
-((probe_ok == 1)) || skip "$( ((probe_ok == 0)) && echo "entering a namespace (ip netns exec, unshare --uts) is not allowed here" || echo "/etc/netns is not writable (the nodes' hosts files go there)")"
+. "$(dirname "$0")/netns_require.sh"
+require_netns
 T=$(mktemp -d)
 launcher=""
 cleanup() {
