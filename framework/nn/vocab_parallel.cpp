@@ -1,7 +1,5 @@
 #include "framework/nn/vocab_parallel.hpp"
 
-#include <cmath>
-
 #include "framework/backend/ops/ops.hpp"
 
 namespace strata::nn {
@@ -21,19 +19,8 @@ double vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tenso
   ops::row_sum_exp(logits, max, sum_exp);
   ops::target_logit(logits, targets, vocab_start, target);
   comm.all_reduce_sum(sums);
-  if (logits.device().is_meta()) return 0.0;  // the memory planner's step: nothing to compute
-  // Host arithmetic over N values (the CPU backend's tensors; a device backend reads them back).
-  const float* m = max.data<float>();
-  const float* s = sum_exp.data<float>();
-  const float* t = target.data<float>();
-  const std::int32_t* tgt = targets.data<std::int32_t>();
-  float* l = lse.data<float>();
-  double total = 0.0;
-  for (std::int64_t r = 0; r < N; ++r) {
-    l[r] = m[r] + std::log(s[r]);
-    if (tgt[r] >= 0) total += static_cast<double>(l[r]) - t[r];
-  }
-  return total;
+  // lse and the loss from the reduced pieces (on a GPU a kernel, its sum read back).
+  return ops::combine_cross_entropy(max, sum_exp, target, targets, lse);
 }
 
 }  // namespace strata::nn

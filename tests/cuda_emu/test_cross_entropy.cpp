@@ -1,7 +1,7 @@
 // cross_entropy.cu against the CPU's mixed-dtype cross-entropy (backend/cpu/cross_entropy.cpp):
 // the forward (lse, the total loss in double, the first target >= V reported), the backward on
 // the whole vocabulary and on slices (dlogits == logits too), row_max and target_logit (bitwise),
-// row_sum_exp. Ignored rows (target < 0) everywhere. The CPU's exp is a polynomial within about
+// row_sum_exp, and the step combining the reduced pieces. Ignored rows (target < 0) everywhere. The CPU's exp is a polynomial within about
 // an ulp of expf, so lse and dlogits agree to a few ulps.
 #include <cmath>
 #include <cstring>
@@ -208,6 +208,55 @@ EMU_TEST("cross_entropy", row_max_sum_exp_target_logit) {
   launch_row_sum_exp(nullptr, DT::f32, nullptr, nullptr, 0, 5, nullptr);
   launch_target_logit(nullptr, DT::f32, nullptr, 0, nullptr, 0, 5, nullptr);
   expect_ok("cross-entropy N=0");
+}
+
+// combine_cross_entropy's kernels against the CPU's: lse bitwise (max + logf(sum), one f32
+// addition each), the total in double within 1e-12 of the CPU's row-order sum (the summing block
+// adds in a fixed tree), rows with ignored targets adding nothing; 1 row, 255 and 257 (either side
+// of a block), 700 (several threads' rows in the summing block).
+EMU_TEST("cross_entropy", combine_cross_entropy) {
+  std::mt19937 g(45);
+  std::uniform_real_distribution<float> pos(1.0f, 50.0f), any(-6.0f, 6.0f);
+  for (const int N : {1, 255, 257, 700}) {
+    std::vector<float> m(static_cast<std::size_t>(N)), s(m.size()), t(m.size()), lref(m.size());
+    for (std::size_t r = 0; r < m.size(); ++r) {
+      m[r] = any(g);
+      s[r] = r == 0 ? 1.0f : pos(g);
+      t[r] = any(g);
+    }
+    const std::vector<std::int32_t> tg = targets_for(N, 50, g);
+    const double ref = strata::cpu::combine_cross_entropy(m.data(), s.data(), t.data(), tg.data(),
+                                                          lref.data(), N);
+    double scale = 0;
+    for (int r = 0; r < N; ++r)
+      if (tg[static_cast<std::size_t>(r)] >= 0)
+        scale += std::abs(static_cast<double>(lref[static_cast<std::size_t>(r)]) - t[static_cast<std::size_t>(r)]);
+    const std::string what = fmt("combine_cross_entropy N=%d", N);
+    const auto out = run_orders(what, [&] {
+      DevBuf dm = dev_of(m.data(), m.size() * 4), ds = dev_of(s.data(), s.size() * 4),
+             dt = dev_of(t.data(), t.size() * 4), dtg = dev_of(tg.data(), tg.size() * 4);
+      DevBuf dl(m.size() * 4), rows(m.size() * 8), res(3 * 8);
+      launch_combine_cross_entropy(dm.as<float>(), ds.as<float>(), dt.as<float>(),
+                                   dtg.as<std::int32_t>(), dl.as<float>(), rows.as<double>(),
+                                   res.as<double>(), N, nullptr);
+      expect_ok(what);
+      std::vector<unsigned char> o = dl.raw();
+      append(o, res.raw());
+      return o;
+    });
+    HostArr lr(DT::f32, N);
+    std::memcpy(lr.data(), lref.data(), lref.size() * 4);
+    expect_bits(what + " lse", arr_from(out, 0, DT::f32, N), lr);
+    double got[3];
+    std::memcpy(got, out.data() + 4 * static_cast<std::size_t>(N), sizeof(got));
+    checked();
+    if (std::abs(got[0] - ref) > 1e-12 * std::max(1.0, scale))
+      fail("%s: total %.17g, the CPU's %.17g", what.c_str(), got[0], ref);
+    if (got[1] != -1.0) fail("%s: a target reported out of range (row %g)", what.c_str(), got[1]);
+  }
+  launch_combine_cross_entropy(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 0,
+                               nullptr);
+  expect_ok("combine_cross_entropy N=0");
 }
 
 }  // namespace

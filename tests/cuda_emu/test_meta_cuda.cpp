@@ -51,6 +51,7 @@ ops::OpTable cuda_layer() {
   STRATA_META_CUDA_TEST_SET(row_sum_exp)
   STRATA_META_CUDA_TEST_SET(target_logit)
   STRATA_META_CUDA_TEST_SET(cross_entropy_backward_slice)
+  STRATA_META_CUDA_TEST_SET(combine_cross_entropy)
   STRATA_META_CUDA_TEST_SET(add)
   STRATA_META_CUDA_TEST_SET(add_inplace)
   STRATA_META_CUDA_TEST_SET(scale_inplace)
@@ -231,6 +232,10 @@ EMU_TEST("meta_cuda", layers_charge_what_the_cuda_ops_allocate) {
                     t.row_sum_exp(v[0], v[1], v[2]);
                     t.target_logit(v[0], v[3], 0, v[4]);
                     t.cross_entropy_backward_slice(v[0], v[2], v[3], 0, 0.5f, v[5]);
+                  });
+      expect_same("combine_cross_entropy" + kn, {f({N}), f({N}), f({N}), tg, f({N})},
+                  [](const ops::OpTable& t, std::vector<Tensor>& v) {
+                    t.combine_cross_entropy(v[0], v[1], v[2], v[3], v[4]);
                   });
     }
   }

@@ -135,6 +135,16 @@ void target_logit(FloatBuf logits, const std::int32_t* targets, std::int64_t voc
   }
 }
 
+double combine_cross_entropy(const float* max, const float* sum_exp, const float* target,
+                             const std::int32_t* targets, float* lse, std::int64_t N) {
+  double total = 0.0;
+  for (std::int64_t r = 0; r < N; ++r) {
+    lse[r] = max[r] + std::log(sum_exp[r]);
+    if (targets[r] >= 0) total += static_cast<double>(lse[r]) - target[r];
+  }
+  return total;
+}
+
 void cross_entropy_backward_slice(FloatBuf logits, const float* lse, const std::int32_t* targets,
                                   std::int64_t vocab_start, float scale, FloatOut dlogits, int N,
                                   int V) {

@@ -41,6 +41,11 @@ void row_max(FloatBuf logits, float* out, int N, int V);
 void row_sum_exp(FloatBuf logits, const float* max, float* out, int N, int V);
 void target_logit(FloatBuf logits, const std::int32_t* targets, std::int64_t vocab_start,
                   float* out, int N, int V);
+// The vocabulary-parallel cross-entropy's last step (ops::combine_cross_entropy): lse[r] =
+// max[r] + log(sum_exp[r]); returns the sum, in row order, of double(lse[r]) - double(target[r])
+// over the rows whose target is >= 0.
+double combine_cross_entropy(const float* max, const float* sum_exp, const float* target,
+                             const std::int32_t* targets, float* lse, std::int64_t N);
 void cross_entropy_backward_slice(FloatBuf logits, const float* lse, const std::int32_t* targets,
                                   std::int64_t vocab_start, float scale, FloatOut dlogits, int N,
                                   int V);

@@ -263,6 +263,12 @@ void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const
                                     out(dlogits), dim(logits, 0), dim(logits, 1));
 }
 
+double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                             const Tensor& targets, const Tensor& lse) {
+  return cpu::combine_cross_entropy(f32(max), f32(sum_exp), f32(target), i32(targets), f32(lse),
+                                    max.numel());
+}
+
 void add(const Tensor& a, const Tensor& b, const Tensor& o) {
   cpu::add(buf(a), buf(b), out(o), static_cast<std::size_t>(a.numel()));
 }

@@ -32,6 +32,7 @@ void check_complete(const OpTable& t) {
       STRATA_OP_ENTRY(row_sum_exp),
       STRATA_OP_ENTRY(target_logit),
       STRATA_OP_ENTRY(cross_entropy_backward_slice),
+      STRATA_OP_ENTRY(combine_cross_entropy),
       STRATA_OP_ENTRY(add),
       STRATA_OP_ENTRY(add_inplace),
       STRATA_OP_ENTRY(scale_inplace),

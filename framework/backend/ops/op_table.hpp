@@ -56,6 +56,8 @@ struct OpTable {
   void (*cross_entropy_backward_slice)(const Tensor& logits, const Tensor& lse,
                                        const Tensor& targets, std::int64_t vocab_start,
                                        float scale, const Tensor& dlogits) = nullptr;
+  double (*combine_cross_entropy)(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                                  const Tensor& targets, const Tensor& lse) = nullptr;
   void (*add)(const Tensor& a, const Tensor& b, const Tensor& out) = nullptr;
   void (*add_inplace)(const Tensor& a, const Tensor& b) = nullptr;
   void (*scale_inplace)(const Tensor& a, float s) = nullptr;
@@ -164,8 +166,9 @@ void check_complete(const OpTable& table);
   X(matmul) X(linear_forward) X(linear_backward) X(layernorm_forward) X(layernorm_backward)      \
   X(gelu_forward) X(gelu_backward) X(attention_forward) X(attention_backward)                   \
   X(embedding_forward) X(embedding_backward) X(cross_entropy_forward) X(cross_entropy_backward) \
-  X(row_max) X(row_sum_exp) X(target_logit) X(cross_entropy_backward_slice) X(add)              \
-  X(add_inplace) X(scale_inplace) X(cast) X(sum_squares) X(has_inf_or_nan) X(adamw_step)        \
+  X(row_max) X(row_sum_exp) X(target_logit) X(cross_entropy_backward_slice)                    \
+  X(combine_cross_entropy) X(add) X(add_inplace) X(scale_inplace) X(cast) X(sum_squares)       \
+  X(has_inf_or_nan) X(adamw_step)                                                               \
   X(sgd_step) X(lion_step) X(adamw8bit_step) X(lion8bit_step) X(sum_squares_add)               \
   X(adafactor_sq_sums) X(adafactor_ema) X(adafactor_factors) X(adafactor_factored_sumsq)        \
   X(adafactor_vector_sumsq) X(adafactor_apply_factored) X(adafactor_apply_vector) X(lamb_sums)  \

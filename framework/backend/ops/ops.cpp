@@ -327,6 +327,23 @@ void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const
       .cross_entropy_backward_slice(logits, lse, targets, vocab_start, scale, dlogits);
 }
 
+double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                             const Tensor& targets, const Tensor& lse) {
+  const char* op = "combine_cross_entropy";
+  check_f32(op, "max", max);
+  const std::int64_t N = max.numel();
+  check_f32(op, "sum_exp", sum_exp);
+  check_numel(op, "sum_exp", sum_exp, N);
+  check_f32(op, "target", target);
+  check_numel(op, "target", target, N);
+  check_i32(op, "targets", targets);
+  check_numel(op, "targets", targets, N);
+  check_f32(op, "lse", lse);
+  check_numel(op, "lse", lse, N);
+  return table(op, {&max, &sum_exp, &target, &targets, &lse})
+      .combine_cross_entropy(max, sum_exp, target, targets, lse);
+}
+
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
   const char* op = "add";
   check_float(op, "a", a, 0);

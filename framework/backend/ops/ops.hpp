@@ -87,12 +87,18 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tenso
 //                 slice, else 0                                                  (f32 [N])
 //   cross_entropy_backward_slice: dlogits = (exp(logits - lse[r]) - [j == target - start]) *
 //                 scale, 0 on ignored rows.
+//   combine_cross_entropy: the last step, on the pieces reduced over the slices (max and
+//                 sums of rows [N]): lse[r] = max[r] + log(sum_exp[r]) (f32), and returns the SUM
+//                 over rows with targets[r] >= 0 of double(lse[r]) - double(target[r]) (double
+//                 accumulation; on a GPU the sum is read back, as cross_entropy_forward's).
 void row_max(const Tensor& logits, const Tensor& out);
 void row_sum_exp(const Tensor& logits, const Tensor& max, const Tensor& out);
 void target_logit(const Tensor& logits, const Tensor& targets, std::int64_t vocab_start,
                   const Tensor& out);
 void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                                   std::int64_t vocab_start, float scale, const Tensor& dlogits);
+double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                             const Tensor& targets, const Tensor& lse);
 
 // ---- elementwise ----
 void add(const Tensor& a, const Tensor& b, const Tensor& out);  // out = a + b (same shapes)

@@ -1,6 +1,7 @@
 // Harness cases of the cross-entropy ops: whole-vocabulary forward/backward (ignored rows, in-place
 // dlogits) and the pieces of a vocabulary-parallel one (row_max, row_sum_exp, target_logit,
-// cross_entropy_backward_slice) on a slice [20, 57) of an 80-token vocabulary.
+// cross_entropy_backward_slice) on a slice [20, 57) of an 80-token vocabulary, and the step that
+// combines them once reduced (combine_cross_entropy).
 #include <cmath>
 
 #include "framework/backend/ops/ops.hpp"
@@ -180,12 +181,28 @@ OpCase vocab_slice_wide_case() {
   return c;
 }
 
+// The vocabulary-parallel last step on pieces already reduced over the slices: 300 rows (more than
+// the CUDA summing block's 256 threads), every third target ignored, sums of exponentials from 1
+// (a row whose max is its only term) to 40.
+OpCase combine_cross_entropy_case() {
+  constexpr std::int64_t N = 300;
+  return op_case("combine_cross_entropy",
+                 {{"max", Shape{N}, 'f', normal(3.0)},
+                  {"sum_exp", Shape{N}, 'f', planted(uniform(1.0, 40.0), {{7, 1.0f}})},
+                  {"target", Shape{N}, 'f', normal(3.0)},
+                  {"targets", Shape{N}, 'i', tokens(80, 3)},
+                  {"lse", Shape{N}, 'f', unset()}},
+                 {scalar_call("combine_cross_entropy", {0, 1, 2, 3, 4}, {4}, [](const Tensors& t) {
+                   return combine_cross_entropy(t[0], t[1], t[2], t[3], t[4]);
+                 })});
+}
+
 }  // namespace
 
 std::vector<OpCase> loss_cases() {
   return {cross_entropy_case(),      cross_entropy_inplace_case(), row_max_case(),
           row_sum_exp_case(),        target_logit_case(),          backward_slice_case(),
-          cross_entropy_wide_case(), vocab_slice_wide_case()};
+          cross_entropy_wide_case(), vocab_slice_wide_case(),       combine_cross_entropy_case()};
 }
 
 }  // namespace strata::ops::test

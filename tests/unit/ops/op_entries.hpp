@@ -36,6 +36,7 @@ inline std::vector<OpEntry> op_entries() {
           STRATA_TEST_OP_ENTRY(row_sum_exp),
           STRATA_TEST_OP_ENTRY(target_logit),
           STRATA_TEST_OP_ENTRY(cross_entropy_backward_slice),
+          STRATA_TEST_OP_ENTRY(combine_cross_entropy),
           STRATA_TEST_OP_ENTRY(add),
           STRATA_TEST_OP_ENTRY(add_inplace),
           STRATA_TEST_OP_ENTRY(scale_inplace),

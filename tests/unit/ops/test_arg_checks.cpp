@@ -159,6 +159,12 @@ TEST(OpArgChecks, ChecksTheMutationsCannotReach) {
          target_logit(f32({2, 3}), i32({2}), -1, f32({2}));
        },
        R"(\[ops\] target_logit: negative vocab_start -1)"},
+      {"combine: lse of another length",
+       [] { combine_cross_entropy(f32({3}), f32({3}), f32({3}), i32({3}), f32({2})); },
+       R"(\[ops\] combine_cross_entropy: lse has 2 elements \(\[2\]\), expected 3)"},
+      {"combine: targets not i32",
+       [] { combine_cross_entropy(f32({3}), f32({3}), f32({3}), f32({3}), f32({3})); },
+       R"(\[ops\] combine_cross_entropy: targets must be a contiguous i32 tensor \(it is f32 \[3\]\))"},
       {"token outside the vocabulary",
        [&] {
          embedding_forward(tokens, f32({11, 4}), f32({2, 4}), f32({2, 4}));

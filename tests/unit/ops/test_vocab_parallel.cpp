@@ -1,7 +1,8 @@
 // The vocabulary-parallel composition of cross-entropy equals the whole-vocabulary op: a vocabulary
 // split into slices (as tensor-parallel ranks hold them), each slice's row_max, row_sum_exp and
-// target_logit combined across slices give the whole's lse and loss, and each slice's
-// cross_entropy_backward_slice is the whole's cross_entropy_backward restricted to its columns.
+// target_logit reduced across slices and combined (combine_cross_entropy) give the whole's lse and
+// loss, and each slice's cross_entropy_backward_slice is the whole's cross_entropy_backward
+// restricted to its columns.
 // On every backend, for f32, bf16 and f16 logits. Tolerances: lse and loss 1e-6 relative (the
 // pieces sum exp in double, the whole op in f32); dlogits as the harness compares a 16-bit output
 // with its f32 reference (op_harness.hpp), rtol 1e-6.
@@ -80,17 +81,17 @@ TEST_P(VocabParallel, SlicesCombinedEqualTheWholeVocabulary) {
     const std::vector<float> sv = host_vector(se), tv = host_vector(tl);
     for (int r = 0; r < N; ++r) sum[r] += sv[r], target[r] += tv[r];
   }
-  Tensor lse_h = Tensor::empty(Shape{N}, DType::f32);
-  double loss = 0.0;
-  for (int r = 0; r < N; ++r) {
-    lse_h.data<float>()[r] = max[r] + std::log(sum[r]);
-    if (kTargets[static_cast<std::size_t>(r)] >= 0) loss += lse_h.data<float>()[r] - target[r];
-  }
-  EXPECT_TRUE(close(lse_h.to_vector(), host_vector(lse_whole), 1e-6)) << "lse";
+  // Combined on the backend (combine_cross_entropy), from the pieces reduced across the slices.
+  Tensor sum_h = Tensor::empty(Shape{N}, DType::f32), target_h = Tensor::empty(Shape{N}, DType::f32);
+  std::copy(sum.begin(), sum.end(), sum_h.data<float>());
+  std::copy(target.begin(), target.end(), target_h.data<float>());
+  const Tensor lse = f32_on(d, N);
+  const double loss = combine_cross_entropy(max_d, on_device(sum_h, DType::f32, d),
+                                            on_device(target_h, DType::f32, d), targets, lse);
+  EXPECT_TRUE(close(host_vector(lse), host_vector(lse_whole), 1e-6)) << "lse";
   EXPECT_NEAR(loss, loss_whole, 1e-6 * std::abs(loss_whole)) << "loss";
 
   // Backward, each slice from the combined lse, put side by side.
-  const Tensor lse = on_device(lse_h, DType::f32, d);
   Tensor dl = Tensor::empty(Shape{N, V}, dt);
   for (int s = 0; s < 3; ++s) {
     const Tensor part = Tensor::empty(Shape{N, kWidth[s]}, dt, TensorOptions{d});

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "framework/backend/cuda/ops/common.cuh"
 #include "framework/backend/cuda/ops/cross_entropy.hpp"
@@ -170,6 +171,18 @@ __global__ void target_logit_kernel(const void* logits, DT ldt, const std::int32
   }
 }
 
+// ---- the vocabulary-parallel last step: one thread per row --------------------------------
+__global__ void combine_rows_kernel(const float* max, const float* sum_exp, const float* target,
+                                    const std::int32_t* targets, float* lse, double* row_loss,
+                                    std::int64_t N) {
+  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < N;
+       r += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float l = __fadd_rn(max[r], logf(sum_exp[r]));
+    lse[r] = l;
+    row_loss[r] = targets[r] >= 0 ? static_cast<double>(l) - static_cast<double>(target[r]) : 0.0;
+  }
+}
+
 }  // namespace
 
 void launch_cross_entropy_forward(const void* logits, DT ldt, const std::int32_t* targets,
@@ -218,6 +231,19 @@ void launch_target_logit(const void* logits, DT ldt, const std::int32_t* targets
   const std::int64_t b = (N + kThreads - 1) / kThreads;
   target_logit_kernel<<<static_cast<unsigned>(b < kMaxRowBlocks ? b : kMaxRowBlocks), kThreads, 0,
                         s>>>(logits, ldt, targets, vocab_start, out, N, V);
+}
+
+void launch_combine_cross_entropy(const float* max, const float* sum_exp, const float* target,
+                                  const std::int32_t* targets, float* lse, double* row_loss,
+                                  double* result, std::int64_t N, cudaStream_t s) {
+  if (N <= 0) return;
+  constexpr unsigned kThreads = 256;
+  const std::int64_t b = (N + kThreads - 1) / kThreads;
+  combine_rows_kernel<<<static_cast<unsigned>(b < kMaxRowBlocks ? b : kMaxRowBlocks), kThreads, 0,
+                        s>>>(max, sum_exp, target, targets, lse, row_loss, N);
+  // No vocabulary bound here: every target passes the summing block's range check.
+  ce_total_kernel<<<1, kTotalThreads, 0, s>>>(row_loss, targets, N,
+                                              std::numeric_limits<std::int64_t>::max(), result);
 }
 
 }  // namespace strata::cuda_ops

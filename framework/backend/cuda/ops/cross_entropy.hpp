@@ -52,4 +52,13 @@ void launch_target_logit(const void* logits, DT ldt, const std::int32_t* targets
                          std::int64_t vocab_start, float* out, std::int64_t N, std::int64_t V,
                          cudaStream_t s);
 
+// The vocabulary-parallel cross-entropy's last step, two kernels queued on s: per row
+// lse[r] = max[r] + log(sum_exp[r]) (f32, as the CPU) and row_loss[r] = double(lse[r]) -
+// double(target[r]) for targets[r] >= 0, else 0; then the forward's summing block: result[0] =
+// the sum of row_loss in double (fixed order), result[1] = -1 (no target is out of range here).
+// row_loss: N doubles of device workspace; result: 3 doubles. N >= 1.
+void launch_combine_cross_entropy(const float* max, const float* sum_exp, const float* target,
+                                  const std::int32_t* targets, float* lse, double* row_loss,
+                                  double* result, std::int64_t N, cudaStream_t s);
+
 }  // namespace strata::cuda_ops

@@ -80,4 +80,21 @@ void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const
   check_launch("cross_entropy_backward_slice");
 }
 
+// Returns a host value: reads the sum back as cross_entropy_forward does.
+double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                             const Tensor& targets, const Tensor& lse) {
+  const std::int64_t N = max.numel();
+  if (N == 0) return 0.0;
+  const cudaStream_t s = stream_of(max);
+  Tensor row_loss = workspace(max, Shape{N}, DType::f64);
+  Tensor result = workspace(max, Shape{3}, DType::f64);
+  launch_combine_cross_entropy(f32(max), f32(sum_exp), f32(target), i32(targets), f32(lse),
+                               static_cast<double*>(row_loss.raw()),
+                               static_cast<double*>(result.raw()), N, s);
+  check_launch("combine_cross_entropy");
+  double host[3] = {0.0, -1.0, 0.0};
+  read_back(host, result.raw(), sizeof(host), s, "combine_cross_entropy");
+  return host[0];
+}
+
 }  // namespace strata::cuda_ops

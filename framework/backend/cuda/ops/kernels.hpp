@@ -6,7 +6,7 @@
 //   attention.cu      attention_forward, attention_backward (flash-style: lse kept, no T x T)
 //   embedding.cu      embedding_forward, embedding_backward (deterministic, no float atomics)
 //   cross_entropy.cu  cross_entropy_forward/backward, row_max, row_sum_exp, target_logit,
-//                     cross_entropy_backward_slice
+//                     cross_entropy_backward_slice, combine_cross_entropy
 //   elementwise.cu    add, add_inplace, scale_inplace, cast (and the f32 views' launchers)
 //   reduce.cu         sum_squares, has_inf_or_nan
 //   optimizer.cu      adamw_step, sgd_step, lion_step, adamw8bit_step, lion8bit_step (bitwise
@@ -60,6 +60,8 @@ void target_logit(const Tensor& logits, const Tensor& targets, std::int64_t voca
                   const Tensor& out);
 void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                                   std::int64_t vocab_start, float scale, const Tensor& dlogits);
+double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                             const Tensor& targets, const Tensor& lse);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void add_inplace(const Tensor& a, const Tensor& b);
 void scale_inplace(const Tensor& a, float s);
