@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "framework/backend/ops/ops.hpp"
-#include "framework/core/meta_device.hpp"
+#include "framework/nn/batch_device.hpp"
 #include "framework/nn/vocab_parallel.hpp"
 
 namespace strata::nn {
@@ -15,17 +15,6 @@ Tensor wrap_i32(const std::int32_t* p, int B, int T) {
   const auto n = static_cast<std::size_t>(B) * static_cast<std::size_t>(T);
   return Tensor(Storage::wrap(const_cast<std::int32_t*>(p), n * sizeof(std::int32_t), Device::cpu()),
                 DType::i32, Shape{B, T}, {T, 1});
-}
-
-// A copy kept for backward (the caller's batch buffers are refilled for the next micro-batch).
-Tensor saved_copy(const Context& ctx, const Tensor& t) { return t.clone(ctx.activations); }
-
-// The batch lives in host memory; a model computing on a GPU reads a copy of it there, from the
-// start of the forward (so does a GPU job's plan, on meta_cuda(): it charges the copy). On the CPU
-// and the CPU's meta device (a plan reads host batches) the tensor itself.
-Tensor on_compute_device(const Context& ctx, const Tensor& t) {
-  const Device d = ctx.activations.device;
-  return (d.is_cuda() || is_meta_cuda(d)) && !t.device().is_cuda() ? saved_copy(ctx, t) : t;
 }
 
 }  // namespace
@@ -284,10 +273,9 @@ double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
   // Kept for backward: the tokens and targets (the batch buffers are refilled for the next
   // micro-batch: a GPU's copies are already the model's own), the head's input, the logits
   // (backward turns them into their gradient in place) and their log-sum-exps.
-  auto kept = [&](const Tensor& on_device, const Tensor& given) {
-    return on_device.storage() == given.storage() ? saved_copy(ctx, given) : on_device;
-  };
-  save(ctx, {kept(dtok, tokens), kept(dtgt, tgt), xf, logits, lse}, {valid});
+  save(ctx,
+       {kept_for_backward(ctx, dtok, tokens), kept_for_backward(ctx, dtgt, tgt), xf, logits, lse},
+       {valid});
   return valid > 0 ? sum / static_cast<double>(valid) : 0.0;
 }
 

@@ -1,6 +1,7 @@
 #include "framework/nn/gpt_stage.hpp"
 
 #include "framework/backend/ops/ops.hpp"
+#include "framework/nn/batch_device.hpp"
 #include "framework/nn/stage_balance.hpp"
 #include "framework/nn/tensor_parallel.hpp"
 
@@ -122,12 +123,13 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
       STRATA_CHECK(tok[i] >= 0 && tok[i] < cfg.vocab_size, "nn",
                    "token {} at position {} is outside the vocabulary [0, {})", tok[i], i,
                    cfg.vocab_size);
+    const Tensor dtok = on_compute_device(ctx, tokens);
     ctx.before_forward(wte_unit_);
     if (wpe_unit_ != wte_unit_) ctx.before_forward(wpe_unit_);
-    x = gpt_.embed(ctx, tokens);
+    x = gpt_.embed(ctx, dtok);
     if (wpe_unit_ != wte_unit_) ctx.after_forward(wpe_unit_);
     ctx.after_forward(wte_unit_);
-    if (ctx.grad_enabled) keep[0] = tokens.clone(ctx.activations);
+    if (ctx.grad_enabled) keep[0] = kept_for_backward(ctx, dtok, tokens);
   } else {
     STRATA_CHECK(input.defined() && input.shape() == input_shape(batch) &&
                      input.dtype() == ctx.act_dtype,
@@ -157,15 +159,16 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
   ctx.after_forward(ln_f_unit_);
   x = {};
   const Tensor tgt = targets.view(Shape{N});
+  const Tensor dtgt = on_compute_device(ctx, tgt);
   ctx.before_forward(head_unit_);
   Tensor logits = gpt_.head_forward(ctx, xf);  // this part's vocabulary
   ctx.after_forward(head_unit_);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum = gpt_.head_loss(ctx, logits, tgt, lse);
-  const std::int32_t* t = tgt.data<std::int32_t>();
+  const double sum = gpt_.head_loss(ctx, logits, dtgt, lse);
+  const std::int32_t* t = tgt.data<std::int32_t>();  // the batch is in host memory
   for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
   if (ctx.grad_enabled) {
-    keep[1] = tgt.clone(ctx.activations);
+    keep[1] = kept_for_backward(ctx, dtgt, tgt);
     keep[2] = std::move(xf);
     keep[3] = std::move(logits);
     keep[4] = std::move(lse);
