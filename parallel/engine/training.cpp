@@ -146,20 +146,15 @@ void check_gpu_job(const config::Config& cfg, Device device) {
 
 }  // namespace
 
-// What a job on a GPU can do today: data parallelism over any number of ranks (NCCL where each
-// rank has a GPU of its own, host-staged where ranks share one: Group's device transport), ZeRO
-// 0-3, optimizer state and gradients offloaded to host memory or NVMe and ZeRO-3 parameter slices
-// too; with its state on the GPU an optimizer needs CUDA kernels (its refusals.gpu empty), with its state
-// offloaded every optimizer runs (its update runs on the host); no tensor or pipeline parallelism,
-// no updates in backward (the CUDA backend's engine paths that have been written; docs/gpu.md).
+// What a job on a GPU can do today: data, tensor (with or without sequence parallelism) and
+// pipeline parallelism over any number of ranks (their collectives and transfers on device buffers:
+// NCCL where each rank has a GPU of its own, host-staged where ranks share one: Group's device
+// transport), ZeRO 0-3, optimizer state and gradients offloaded to host memory or NVMe and ZeRO-3
+// parameter slices too; with its state on the GPU an optimizer needs CUDA kernels (its
+// refusals.gpu empty), with its state offloaded every optimizer runs (its update runs on the host);
+// updates in backward (strata.optimizer_in_backward) with the state on the GPU; with offload
+// from the GPU they are refused in the constructor below. docs/gpu.md.
 std::string gpu_refusal(const config::Config& cfg) {
-  if (cfg.strata.tensor_parallel_size > 1)
-    return fmt::format("tensor parallelism (strata.tensor_parallel_size {})",
-                       cfg.strata.tensor_parallel_size);
-  if (cfg.strata.pipeline_parallel_size > 1)
-    return fmt::format("pipeline parallelism (strata.pipeline_parallel_size {})",
-                       cfg.strata.pipeline_parallel_size);
-  if (cfg.strata.optimizer_in_backward) return "strata.optimizer_in_backward";
   // The optimizer's refusal applies where its state is on the GPU: offloaded, its update runs on
   // the host (train/value_staging.hpp).
   const auto opt = train::trainer_options(cfg).optimizer;

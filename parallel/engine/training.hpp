@@ -62,8 +62,8 @@ nn::Recompute recompute_mode(config::Recompute r);
 // The engine's options (micro-batch, accumulation, ZeRO) from a resolved config.
 EngineOptions engine_options(const config::Config& cfg);
 
-// What of `cfg` does not run on a GPU yet, as the subject of a one-line error ("tensor parallelism
-// (strata.tensor_parallel_size 2)"); empty when it runs. Training refuses a GPU job with it, and
+// What of `cfg` does not run on a GPU yet, as the subject of a one-line error (an optimizer
+// without CUDA kernels with its state on the GPU); empty when it runs. Training refuses a GPU job with it, and
 // the memory planner proposes no change that a GPU job would refuse.
 std::string gpu_refusal(const config::Config& cfg);
 
