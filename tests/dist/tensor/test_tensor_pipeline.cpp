@@ -2,16 +2,13 @@
 // stages (and dp = N / 4 replicas, at every ZeRO stage) compute the same model as one rank: over
 // 10 steps (also with sequence parallelism at ZeRO 1, with 1F1B and with the interleaved schedule
 // of 2 chunks per rank, which trains bitwise like 1F1B at the same layout) every loss within 1e-6
-// relative (gradient
-// norms within 1e-5) of tp = pp = 1 over the dp
-// ranks of this rank's (tp, pp) position fed the same micro-batches (and every loss within 1e-6
-// of literally one rank with the whole global batch, whose weights are within 1e-5), the final
-// fp32 masters
-// reassembled from parts and stages compared parameter by parameter, and the replicated
-// parameters bitwise equal on every part. On 8 ranks, a checkpoint moves (dp 2, tp 2, pp 2,
-// ZeRO 3) -> (dp 4, tp 1, pp 2, ZeRO 1) -> (dp 1, tp 1, pp 1, ZeRO 0) -> back to the first layout
-// with masters and both moments bitwise equal at every hop and the next step's loss within 1e-6
-// of the run that went on.
+// relative (gradient norms within 1e-5) of tp = pp = 1 over the dp ranks of this rank's (tp, pp)
+// position fed the same micro-batches (and every loss within 1e-6 of literally one rank with the
+// whole global batch, whose weights are within 1e-5), the final fp32 masters reassembled from
+// parts and stages compared parameter by parameter, and the replicated parameters bitwise equal on
+// every part. On 8 ranks, a checkpoint moves (dp 2, tp 2, pp 2, ZeRO 3) -> (dp 4, tp 1, pp 2,
+// ZeRO 1) -> (dp 1, tp 1, pp 1, ZeRO 0) -> back to the first layout with masters and both moments
+// bitwise equal at every hop and the next step's loss within 1e-6 of the run that went on.
 #include <gtest/gtest.h>
 
 #include "framework/checkpoint/naming.hpp"
