@@ -15,13 +15,16 @@
 #           (`salloc --dependency=expand:JOB`, then `scontrol update JobId=NEW NumNodes=0`;
 #           slurm.conf's SchedulerParameters=permit_job_expansion), the next probe answers, and the
 #           job grows back to both nodes (dp 4) at the next step and finishes there.
+#   return  as shrink, then n2 comes back before Slurm marked it DOWN (link up, its processes go
+#           on): it never left the allocation, the probe answers again and the job grows back to
+#           both nodes. Not in ctest (the suite's time): run it by hand.
 # Every step's loss is within 1e-5 relative of a one-process run of the same global batch. ctest
-# run_slurm_elastic_MODE (label multinode). Needs root, namespaces, slurm-wlm and munge: otherwise
+# run_slurm_elastic_shrink and _grow (label multinode). Needs root, namespaces, slurm-wlm and munge: otherwise
 # it exits 77 (skipped). (--time 10: the script asks for SIGTERM 300 s before the limit, which a
 # 5-minute job gets at once.) usage: slurm_elastic.sh MODE STRATA TRAIN_GPT SOURCE_DIR
 set -u
 mode=$1 strata=$2 train_gpt=$3 src=$4
-[[ $mode == shrink || $mode == grow ]] || { echo "usage: slurm_elastic.sh shrink|grow STRATA TRAIN_GPT SOURCE_DIR" >&2; exit 2; }
+[[ $mode == shrink || $mode == grow || $mode == return ]] || { echo "usage: slurm_elastic.sh shrink|grow|return STRATA TRAIN_GPT SOURCE_DIR" >&2; exit 2; }
 . "$(dirname "$0")/elastic_lib.sh"
 skip() { echo "SKIP: $*"; exit 77; }
 [[ $(id -u) == 0 ]] || skip "not root: network namespaces and slurmd need root"
@@ -55,7 +58,7 @@ for i in $(seq 1 400); do
 done >"$T/corpus.txt"
 "$strata" data prepare --input "$T/corpus.txt" --output "$T/tiny" >/dev/null || fail "data prepare failed"
 steps=20
-[[ $mode == grow ]] && steps=32  # room for growing back before the end
+[[ $mode != shrink ]] && steps=32  # room for growing back before the end
 cat >"$T/config.json" <<JSON
 {
   "train_batch_size": 16,
@@ -88,10 +91,28 @@ step_of() { rank_step "$(progress)" "$1"; }
 for _ in $(seq 1 1200); do (($(step_of 2) >= 5)) && break; sleep 0.1; done
 (($(step_of 2) >= 5)) || fail "rank 2 (n2) did not reach step 5"
 taken_ns=$(date +%s%N)
-if [[ $mode == shrink ]]; then
+# The job on n1 alone, a few steps in.
+wait_on_n1() {
+  for _ in $(seq 1 600); do
+    grep -q "attempt 2: 2 ranks on n1:2" "$T/job/out" 2>/dev/null && (($(step_of 0) >= 6)) && break
+    sleep 0.1
+  done
+  grep -q "attempt 2: 2 ranks on n1:2" "$T/job/out" || fail "the job did not restart on n1 alone"
+}
+if [[ $mode == shrink || $mode == return ]]; then
   echo "node n2 taken away at step $(step_of 2): link down, slurmd and the ranks on it frozen"
   ip -n strata-n2 link set eth0 down
   kill -STOP $(ip netns pids strata-n2)
+  if [[ $mode == return ]]; then
+    wait_on_n1
+    [[ $(on_n1 squeue -h -j "$job" -o %N) == "n[1-2]" ]] || fail "n2 left job $job before SlurmdTimeout"
+    echo "n2 back at step $(step_of 0), before Slurm marked it DOWN: link up, its processes go on"
+    hold_until_growing n1 "$T/job/out" "$(progress)" &
+    holder=$!
+    ip -n strata-n2 link set eth0 up
+    kill -CONT $(ip netns pids strata-n2)
+    wait "$holder"
+  fi
 else
   echo "node n2 crashes at step $(step_of 2): every process on it killed (slurmd, the job's step, the ranks)"
   kill -KILL $(ip netns pids strata-n2)
@@ -102,11 +123,7 @@ else
   for _ in $(seq 1 50); do [[ $(job_nodes) == n1 ]] && break; sleep 0.1; done
   [[ $(job_nodes) == n1 ]] || fail "Slurm did not remove the DOWN node n2 from the --no-kill job (its nodes: $(job_nodes))"
   echo "Slurm removed n2 from job $job: its nodes are now $(job_nodes)"
-  for _ in $(seq 1 600); do
-    grep -q "attempt 2: 2 ranks on n1:2" "$T/job/out" 2>/dev/null && (($(step_of 0) >= 6)) && break
-    sleep 0.1
-  done
-  grep -q "attempt 2: 2 ranks on n1:2" "$T/job/out" || fail "the job did not restart on n1 alone"
+  wait_on_n1
   echo "n2 returns at step $(step_of 0): slurmd started again"
   hold_until_growing n1 "$T/job/out" "$(progress)" &
   holder=$!
@@ -152,7 +169,7 @@ grep "strata run:" "$T/job/out" | sed 's/^/  /'
 grep -q "resizing 2 -> 1 node (n1): 4 -> 2 ranks, dp 4 -> 2, gradient accumulation 1 -> 2, global batch 16 kept: node n2 did not answer" "$T/job/out" ||
   fail "no shrink to n1"
 grep -q "finished after" "$T/job/out" || fail "the job did not finish"
-if [[ $mode == grow ]]; then
+if [[ $mode != shrink ]]; then
   grep -q "resizing 1 -> 2 nodes (n1,n2): 2 -> 4 ranks, dp 2 -> 4, gradient accumulation 2 -> 1, global batch 16 kept: node n2 answers again" "$T/job/out" ||
     fail "no grow-back line"
   grep -q '"resize":"1 -> 2 nodes (n1,n2)' "$T/job/m.jsonl" || fail "the metrics do not mark the growth"
@@ -162,5 +179,6 @@ fi
 compare_losses "$T/ref/m.jsonl" "$T/job/m.jsonl" "$steps" || fail "the job's losses differ from the one-process run's"
 case $mode in
   shrink) echo "ok: Slurm job with --nodes 1:2 went on on n1 after n2 was taken away" ;;
+  return) echo "ok: Slurm job with --nodes 1:2 shrank to n1 while n2 was away and grew back to n1,n2 when n2 came back before Slurm marked it DOWN" ;;
   grow) echo "ok: Slurm job with --nodes 1:2 shrank to n1 when n2 crashed and grew back to n1,n2 when n2 was resumed and given back to the job" ;;
 esac
