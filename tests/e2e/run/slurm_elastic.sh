@@ -116,17 +116,20 @@ if [[ $mode == shrink || $mode == return ]]; then
 else
   echo "node n2 crashes at step $(step_of 2): every process on it killed (slurmd, the job's step, the ranks)"
   kill -KILL $(ip netns pids strata-n2)
-  # slurmctld marks a node that stopped answering DOWN after SlurmdTimeout (300 s): here at once.
+  wait_on_n1
+  hold_until_growing n1 "$T/job/out" "$(progress)" &
+  holder=$!
+  # slurmctld marks a node that stopped answering DOWN after SlurmdTimeout (300 s), long after the
+  # job went on on n1: here once it did. (Set DOWN at once, while attempt 1 was still being torn
+  # down, the whole batch job once ended without a word from strata run, 1 run in 7: not
+  # understood.)
   on_n1 scontrol update NodeName=n2 State=DOWN Reason="n2 crashed (slurm_elastic.sh)" ||
     fail "scontrol update NodeName=n2 State=DOWN failed"
   job_nodes() { on_n1 squeue -h -j "$job" -o %N 2>/dev/null; }
   for _ in $(seq 1 50); do [[ $(job_nodes) == n1 ]] && break; sleep 0.1; done
   [[ $(job_nodes) == n1 ]] || fail "Slurm did not remove the DOWN node n2 from the --no-kill job (its nodes: $(job_nodes))"
   echo "Slurm removed n2 from job $job: its nodes are now $(job_nodes)"
-  wait_on_n1
   echo "n2 returns at step $(step_of 0): slurmd started again"
-  hold_until_growing n1 "$T/job/out" "$(progress)" &
-  holder=$!
   "$src/cluster/slurm/enter" n2 /usr/sbin/slurmd -f "$SLURM_CONF" -N n2 || fail "slurmd on n2 did not start again"
   # ReturnToService=2 (cluster/slurm/up): slurmd's registration returns the node to service; with
   # ReturnToService=1 (Slurm's default) a node set DOWN by hand stays DOWN until resumed.
