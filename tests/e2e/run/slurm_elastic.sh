@@ -6,10 +6,11 @@
 #           ranks) is frozen. The watchdog ends the hung attempt, n2 does not answer the probe
 #           (mpirun starts its daemon there through srun, which cannot reach n2's slurmd), and the
 #           job goes on on n1 (dp 2, accumulation 2) to the end.
-#   grow    node n2 crashes mid-run (every process on it killed) and Slurm marks it DOWN (what
-#           slurmctld does after SlurmdTimeout, 300 s, done at once with scontrol): Slurm removes a
-#           DOWN node from a --no-kill job, and the job goes on on n1. n2 returns (slurmd started
-#           again, `scontrol update State=RESUME`): it is idle but no longer the job's, so srun
+#   grow    node n2 crashes mid-run (every process on it killed) and the job goes on on n1; then
+#           Slurm marks n2 DOWN (what slurmctld does after SlurmdTimeout, 300 s, done with scontrol
+#           as soon as the job runs on n1) and removes it from the --no-kill job. n2 returns
+#           (slurmd started again; back in service by itself with cluster/slurm's
+#           ReturnToService=2, else `scontrol update State=RESUME`): it is idle but no longer the job's, so srun
 #           there, and the launcher's probe, are refused ("Requested node configuration is not
 #           available") and the job stays on n1. Slurm's job expansion gives n2 back to the job
 #           (`salloc --dependency=expand:JOB`, then `scontrol update JobId=NEW NumNodes=0`;
