@@ -16,21 +16,22 @@ node_ranks() {
   done
 }
 
-# hold_until_growing NODE LOG PROGRESS_DIR: holds NODE's ranks until the launcher writes "growing
-# to 2 nodes at the next step" in LOG (at most about 30 s). On an idle machine the ranks left can
-# finish the remaining steps (20 to 50 ms each) before the launcher's next probe finds the node
-# that came back (every --node-grace / 2 s, a probe taking up to its 10 s limit), and the job then
-# never grows: so they are stopped (SIGSTOP, 1 s at a time: with a step that takes up to 2 s on a
-# loaded machine, below a 3 s watchdog) and let make one step in between (rank 0's step in
-# PROGRESS_DIR moves; stopped again within 10 ms). Timing only: the ranks' arithmetic is untouched.
+# hold_until_growing NODE LOG PROGRESS_DIR [STOP_S]: holds NODE's ranks until the launcher writes
+# "growing to 2 nodes at the next step" in LOG. On an idle machine the ranks left can finish the
+# remaining steps (20 to 50 ms each) before the launcher's next probe finds the node that came back
+# (every --node-grace / 2 s, a probe taking up to its 10 s limit), and the job then never grows: so
+# they are stopped (SIGSTOP, STOP_S seconds at a time, default 1) and let make one step in between
+# (rank 0's step in PROGRESS_DIR moves; stopped again within 10 ms), at most 30 times. The watchdog
+# must allow STOP_S plus the slowest step: with --watchdog 3, a 2 s hold plus a step on a machine
+# at load 15 made it fire. Timing only: the ranks' arithmetic is untouched.
 hold_until_growing() {
-  local node=$1 log=$2 progress=$3 held at
+  local node=$1 log=$2 progress=$3 stop_s=${4:-1} held at
   held=$(node_ranks "$node")
   [[ -n $held ]] || return
   for _ in $(seq 1 30); do
     grep -q "growing to 2 nodes at the next step" "$log" 2>/dev/null && return
     kill -STOP $held 2>/dev/null || return  # the ranks are gone
-    for _ in $(seq 1 10); do
+    for _ in $(seq 1 $((stop_s * 10))); do
       grep -q "growing to 2 nodes at the next step" "$log" 2>/dev/null && break
       sleep 0.1
     done

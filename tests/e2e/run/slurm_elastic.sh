@@ -59,6 +59,10 @@ for i in $(seq 1 400); do
 done >"$T/corpus.txt"
 "$strata" data prepare --input "$T/corpus.txt" --output "$T/tiny" >/dev/null || fail "data prepare failed"
 steps=20
+# grow: mpirun notices the crash (its daemon on n2 is gone; 7 to 21 s here, by load), the watchdog
+# only backs it up; a longer one lets hold_until_growing hold n1's ranks 2 s at a time.
+watchdog=3 hold_s=1
+[[ $mode == grow ]] && watchdog=5 hold_s=2
 [[ $mode != shrink ]] && steps=32  # room for growing back before the end
 cat >"$T/config.json" <<JSON
 {
@@ -82,7 +86,7 @@ mkdir -p "$T/ref" "$T/job"
 (cd "$T/ref" && OMP_NUM_THREADS=1 "$train_gpt" --config "$T/config.json" --checkpoint-dir ck \
   --threads 1 --metrics m.jsonl >out 2>&1) || fail "the one-process run failed"
 job=$(cd "$T/job" && STRATA=$strata TRAIN_GPT=$train_gpt STRATA_CKPT_DIR=$T/job/ck \
-  STRATA_RUN_ARGS="--nodes 1:2 --node-grace 2 --watchdog 3 --watchdog-startup 60 --restart-delay 0.5 --kill-grace 1" \
+  STRATA_RUN_ARGS="--nodes 1:2 --node-grace 2 --watchdog $watchdog --watchdog-startup 60 --restart-delay 0.5 --kill-grace 1" \
   OMPI_MCA_btl=self,vader,tcp on_n1 timeout 60 sbatch --parsable --no-kill --chdir "$T/job" \
   --output "$T/job/out" --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 --time 10 \
   "$src/examples/slurm/train_gpt.sbatch" "$T/config.json" --metrics "$T/job/m.jsonl") ||
@@ -118,7 +122,7 @@ else
   echo "node n2 crashes at step $(step_of 2): every process on it killed (slurmd, the job's step, the ranks)"
   kill -KILL $(ip netns pids strata-n2)
   wait_on_n1
-  hold_until_growing n1 "$T/job/out" "$(progress)" &
+  hold_until_growing n1 "$T/job/out" "$(progress)" "$hold_s" &
   holder=$!
   # slurmctld marks a node that stopped answering DOWN after SlurmdTimeout (300 s), long after the
   # job went on on n1: here once it did. (Set DOWN at once, while attempt 1 was still being torn
