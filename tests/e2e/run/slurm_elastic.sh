@@ -126,8 +126,8 @@ else
   holder=$!
   # slurmctld marks a node that stopped answering DOWN after SlurmdTimeout (300 s), long after the
   # job went on on n1: here once it did. (Set DOWN at once, while attempt 1 was still being torn
-  # down, the whole batch job once ended without a word from strata run, 1 run in 7: not
-  # understood.)
+  # down, the whole batch job ended without a word from strata run in 2 of 11 runs: not
+  # understood; docs/launcher.md, "Growing back inside Slurm".)
   on_n1 scontrol update NodeName=n2 State=DOWN Reason="n2 crashed (slurm_elastic.sh)" ||
     fail "scontrol update NodeName=n2 State=DOWN failed"
   job_nodes() { on_n1 squeue -h -j "$job" -o %N 2>/dev/null; }
