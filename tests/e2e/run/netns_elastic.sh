@@ -23,6 +23,7 @@ mode=$1 strata=$2 train_gpt=$3 src=$4
 net="$src/cluster/netns"
 skip() { echo "SKIP: $*"; exit 77; }
 . "$(dirname "$0")/netns_require.sh"
+. "$(dirname "$0")/elastic_lib.sh"
 require_netns
 T=$(mktemp -d)
 launcher=""
@@ -96,20 +97,9 @@ mkdir -p "$T/b"
   --max-restarts 3 --kill-grace 1 "${mpi_args[@]}" --log-dir logs -- "$train_gpt" \
   --config "$T/config.json" --checkpoint-dir ck --metrics m.jsonl --threads 1 "${extra[@]}" >out 2>err) &
 launcher=$!
-step_of() {
-  local s
-  s=$(cat "$T/b/logs/progress/rank_$(printf %05d "$1").progress" 2>/dev/null) || { echo -1; return; }
-  echo "${s#done }"
-}
+step_of() { rank_step "$T/b/logs/progress" "$1"; }
 for _ in $(seq 1 1200); do (($(step_of 2) >= 5)) && break; sleep 0.05; done
 (($(step_of 2) >= 5)) || fail "rank 2 (node n2) did not reach step 5"
-# The train_gpt processes inside node $1's network namespace.
-node_ranks() {
-  local p
-  for p in $(ip netns pids "strata-$1"); do
-    [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$train_gpt")" ]] && echo "$p"
-  done
-}
 if [[ $mode == health ]]; then
   echo "kill -9 node n2's ranks at step $(step_of 2)"
   kill -KILL $(node_ranks n2)
@@ -151,24 +141,7 @@ if [[ $mode == grow ]]; then
   grep -q "attempt 2: 2 ranks on n1:2" "$T/b/err" || fail "the job did not restart on n1 alone"
   echo "node n2 back at step $(step_of 0)"
   ip -n strata-n2 link set eth0 up
-  # On an idle machine n1 alone can finish the remaining steps (about 50 ms each) before the
-  # launcher's next probe finds n2 (every --node-grace / 2 = 1 s): hold n1's ranks (SIGSTOP, 2 s
-  # at a time, below the 3 s watchdog, letting them make a step in between) until the launcher
-  # says it grows. Timing only: the ranks' arithmetic is untouched.
-  for _ in $(seq 1 15); do
-    grep -q "growing to 2 nodes at the next step" "$T/b/err" 2>/dev/null && break
-    kill -0 "$launcher" 2>/dev/null || break
-    held=$(node_ranks n1)
-    [[ -n $held ]] || break
-    kill -STOP $held
-    for _ in $(seq 1 20); do
-      grep -q "growing to 2 nodes at the next step" "$T/b/err" 2>/dev/null && break
-      sleep 0.1
-    done
-    at=$(step_of 0)
-    kill -CONT $held
-    for _ in $(seq 1 100); do (($(step_of 0) != at)) && break; sleep 0.05; done
-  done
+  hold_until_growing n1 "$T/b/err" "$T/b/logs/progress"
 fi
 
 wait "$launcher"
@@ -217,15 +190,7 @@ else
 fi
 
 # Every step's loss (the last line of a step that was run twice) against the reference.
-losses() { sed -n 's/.*"loss":\([^,]*\),.*"step":\([0-9]*\),.*/\2 \1/p' "$1" | awk '{l[$1] = $2} END {for (s in l) print s, l[s]}' | sort -n; }
-losses "$T/a/m.jsonl" >"$T/la"
-losses "$T/b/m.jsonl" >"$T/lb"
-[[ $(wc -l <"$T/lb") == "$steps" ]] || fail "the elastic run logged $(wc -l <"$T/lb") steps, not $steps"
-join "$T/la" "$T/lb" | awk '
-  { d = $2 - $3; if (d < 0) d = -d; r = d / $2; if (r > worst) worst = r; if (d > 0) differ++
-    if (r > 1e-5) { print "step " $1 ": elastic " $3 " vs uninterrupted " $2; bad = 1 } }
-  END { printf "losses: %d steps, %d not bitwise equal, largest relative difference %.3g\n", NR, differ, worst; exit bad }' ||
-  fail "the elastic run's losses differ from the uninterrupted run's"
+compare_losses "$T/a/m.jsonl" "$T/b/m.jsonl" "$steps" || fail "the elastic run's losses differ from the uninterrupted run's"
 # The final weights, exported: the largest absolute difference from the uninterrupted run's
 # (h5diff -d: the smallest of 1e-8 ... 1e-3 that every element meets) must be at most 1e-4. That
 # is what two uninterrupted runs of the same global batch on dp 2 and on dp 1 x accumulation 2
