@@ -59,3 +59,35 @@ compare_losses() {
       if (r > 1e-5) { print "step " $1 ": elastic " $3 " vs uninterrupted " $2; bad = 1 } }
     END { printf "losses: %d steps, %d not bitwise equal, largest relative difference %.3g\n", NR, differ, worst; exit bad }'
 }
+
+# compare_exports REF RUN: two `strata ckpt export` files (HDF5, one f32 dataset per parameter);
+# each parameter's relative L2 difference ||run - ref|| / ||ref|| within 1e-5, the bound the 3D
+# tests hold masters to, and as there (tests/dist/pipeline/pipeline_fixture.hpp, compare_weights)
+# the key third of each attn.c_attn.bias by its largest absolute difference, within 1e-4: its
+# gradient is zero in exact arithmetic, so Adam moves it by +-lr times round-off whose sign
+# follows the summation order. Prints the largest of each. Non-zero (saying why) when not.
+compare_exports() {
+  local names worst="0 none" key=0 n out
+  names=$(h5ls -r "$1" | awk '$2 == "Dataset" {print $1}') || return 1
+  [[ -n "$names" ]] || { echo "$1 holds no datasets"; return 1; }
+  for n in $names; do
+    h5dump -y -w 0 -o "$1.vals" -d "$n" "$1" >/dev/null || { echo "no $n in $1"; return 1; }
+    h5dump -y -w 0 -o "$2.vals" -d "$n" "$2" >/dev/null || { echo "no $n in $2"; return 1; }
+    out=$(paste -d' ' <(tr -s ', \n' '\n\n\n' <"$1.vals" | grep -v '^$') \
+                      <(tr -s ', \n' '\n\n\n' <"$2.vals" | grep -v '^$') |
+      awk -v name="$n" -v prev="$worst" -v key="$key" '
+        { a[NR] = $1; b[NR] = $2; if (NF != 2) bad = 1 }
+        END { kb = name ~ /attn\.c_attn\.bias$/
+              for (i = 1; i <= NR; i++) {
+                d = b[i] - a[i]
+                if (kb && i > NR / 3 && i <= 2 * NR / 3) { if (d < 0) d = -d; if (d > key) key = d }
+                else { dd += d * d; rr += a[i] * a[i] } }
+              r = rr > 0 ? sqrt(dd / rr) : sqrt(dd)
+              if (bad || NR == 0) r = 1e30
+              split(prev, p, " ")
+              print (r > p[1] ? r " " name : prev), key }')
+    worst=${out% *} key=${out##* }
+  done
+  echo "final export: largest relative L2 difference of a parameter ${worst% *} (${worst#* }); key biases: largest absolute difference $key"
+  awk -v r="${worst% *}" -v k="$key" 'BEGIN { exit !(r <= 1e-5 && k <= 1e-4) }'
+}

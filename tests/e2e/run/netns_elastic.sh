@@ -7,8 +7,9 @@
 #   shrink  --nodes 1:2: n2 never answers the probe; after --node-grace the job restarts on n1
 #           alone (dp 1, accumulation 2: the launcher passes --set overrides), resumes from the
 #           last complete checkpoint and finishes; every step's loss is within 1e-5 relative of
-#           an uninterrupted run of the same global batch (the final weights within 1e-4), and
-#           the first step after the change carries the "resize" mark in the metrics.
+#           an uninterrupted run of the same global batch, the exported weights within 1e-5
+#           relative L2 per parameter (compare_exports), and the first step after the change
+#           carries the "resize" mark in the metrics.
 #   grow    as shrink, then n2's link comes back: the job saves at the next step and grows back
 #           to both nodes (dp 2, accumulation 1), and finishes there; losses as above.
 #   wait    --nodes 2:2: the launcher waits --node-grace for n2, then gives up (exit 4) naming it.
@@ -191,19 +192,12 @@ fi
 
 # Every step's loss (the last line of a step that was run twice) against the reference.
 compare_losses "$T/a/m.jsonl" "$T/b/m.jsonl" "$steps" || fail "the elastic run's losses differ from the uninterrupted run's"
-# The final weights, exported: the largest absolute difference from the uninterrupted run's
-# (h5diff -d: the smallest of 1e-8 ... 1e-3 that every element meets) must be at most 1e-4. That
-# is what two uninterrupted runs of the same global batch on dp 2 and on dp 1 x accumulation 2
-# differ by after 32 steps, measured: the gradients' summation order differs (accumulation adds
-# into the gradient buffer inside the GEMM), and Adam's normalised update turns a last-bit
-# difference in a near-zero gradient into a visible one in that weight (so no per-element relative
-# bound holds; the losses above are the equivalence test).
+# The final weights, exported: each parameter within 1e-5 relative L2 of the uninterrupted run's,
+# the key biases within 1e-4 absolute (compare_exports, as the 3D tests compare masters). Element
+# by element no relative bound holds:
+# dp 2 and dp 1 x accumulation 2 sum the gradients in different orders, and Adam's normalised
+# update turns a last-bit difference in a near-zero gradient into a visible one in that weight.
 "$strata" ckpt export "$T/a/ck" --output "$T/a.h5" >/dev/null || fail "export a failed"
 "$strata" ckpt export "$T/b/ck" --output "$T/b.h5" >/dev/null || fail "export b failed"
-delta=""
-for d in 1e-8 1e-7 1e-6 1e-5 1e-4 1e-3; do
-  h5diff --exclude-attribute / -d $d "$T/a.h5" "$T/b.h5" >/dev/null && { delta=$d; break; }
-done
-echo "final export: every weight within ${delta:-more than 1e-3} (absolute) of the uninterrupted run's"
-case $delta in 1e-8 | 1e-7 | 1e-6 | 1e-5 | 1e-4) ;; *) fail "the exported weights differ by more than 1e-4" ;; esac
+compare_exports "$T/a.h5" "$T/b.h5" || fail "the exported weights differ from the uninterrupted run's"
 echo "ok ($mode): n2 taken away, the job went on on n1 ($((SECONDS - taken)) s from the loss of n2 to the end)"

@@ -19,7 +19,8 @@
 #   return  as shrink, then n2 comes back before Slurm marked it DOWN (link up, its processes go
 #           on): it never left the allocation, the probe answers again and the job grows back to
 #           both nodes. Not in ctest (the suite's time): run it by hand.
-# Every step's loss is within 1e-5 relative of a one-process run of the same global batch. ctest
+# Every step's loss is within 1e-5 relative of a one-process run of the same global batch, and the
+# final export's parameters within 1e-5 relative L2 of that run's (compare_exports). ctest
 # run_slurm_elastic_shrink and _grow (label multinode). Needs root, namespaces, slurm-wlm and munge: otherwise
 # it exits 77 (skipped). (--time 10: the script asks for SIGTERM 300 s before the limit, which a
 # 5-minute job gets at once.) usage: slurm_elastic.sh MODE STRATA TRAIN_GPT SOURCE_DIR
@@ -185,6 +186,10 @@ if [[ $mode != shrink ]]; then
   tail -n 1 "$T/job/m.jsonl" | grep -q '"data_parallel_size":4' || fail "the last step is not on dp 4"
 fi
 compare_losses "$T/ref/m.jsonl" "$T/job/m.jsonl" "$steps" || fail "the job's losses differ from the one-process run's"
+# The final weights, exported: within 1e-5 relative L2 per parameter (compare_exports).
+"$strata" ckpt export "$T/ref/ck" --output "$T/ref.h5" >/dev/null || fail "export of the one-process run failed"
+"$strata" ckpt export "$T/job/ck" --output "$T/job.h5" >/dev/null || fail "export of the job failed"
+compare_exports "$T/ref.h5" "$T/job.h5" || fail "the job's exported weights differ from the one-process run's"
 case $mode in
   shrink) echo "ok: Slurm job with --nodes 1:2 went on on n1 after n2 was taken away" ;;
   return) echo "ok: Slurm job with --nodes 1:2 shrank to n1 while n2 was away and grew back to n1,n2 when n2 came back before Slurm marked it DOWN" ;;
