@@ -16,6 +16,8 @@
 #           (`salloc --dependency=expand:JOB`, then `scontrol update JobId=NEW NumNodes=0`;
 #           slurm.conf's SchedulerParameters=permit_job_expansion), the next probe answers, and the
 #           job grows back to both nodes (dp 4) at the next step and finishes there.
+#   wait    as shrink, with --nodes 2:2: the launcher waits --node-grace for n2, then gives up
+#           naming it and --nodes 2:2 (strata run's exit status 4; the batch script's).
 #   return  as shrink, then n2 comes back before Slurm marked it DOWN (link up, its processes go
 #           on): it never left the allocation, the probe answers again and the job grows back to
 #           both nodes. Not in ctest (the suite's time): run it by hand.
@@ -26,7 +28,7 @@
 # 5-minute job gets at once.) usage: slurm_elastic.sh MODE STRATA TRAIN_GPT SOURCE_DIR
 set -u
 mode=$1 strata=$2 train_gpt=$3 src=$4
-[[ $mode == shrink || $mode == grow || $mode == return ]] || { echo "usage: slurm_elastic.sh shrink|grow|return STRATA TRAIN_GPT SOURCE_DIR" >&2; exit 2; }
+[[ $mode == shrink || $mode == grow || $mode == wait || $mode == return ]] || { echo "usage: slurm_elastic.sh shrink|grow|wait|return STRATA TRAIN_GPT SOURCE_DIR" >&2; exit 2; }
 . "$(dirname "$0")/elastic_lib.sh"
 skip() { echo "SKIP: $*"; exit 77; }
 [[ $(id -u) == 0 ]] || skip "not root: network namespaces and slurmd need root"
@@ -64,7 +66,7 @@ steps=20
 # only backs it up; a longer one lets hold_until_growing hold n1's ranks 2 s at a time.
 watchdog=3 hold_s=1
 [[ $mode == grow ]] && watchdog=5 hold_s=2
-[[ $mode != shrink ]] && steps=32  # room for growing back before the end
+[[ $mode == grow || $mode == return ]] && steps=32  # room for growing back before the end
 cat >"$T/config.json" <<JSON
 {
   "train_batch_size": 16,
@@ -84,10 +86,14 @@ cat >"$T/config.json" <<JSON
 }
 JSON
 mkdir -p "$T/ref" "$T/job"
-(cd "$T/ref" && OMP_NUM_THREADS=1 "$train_gpt" --config "$T/config.json" --checkpoint-dir ck \
-  --threads 1 --metrics m.jsonl >out 2>&1) || fail "the one-process run failed"
+range=1:2
+[[ $mode == wait ]] && range=2:2
+if [[ $mode != wait ]]; then  # the reference (wait ends without training to the end)
+  (cd "$T/ref" && OMP_NUM_THREADS=1 "$train_gpt" --config "$T/config.json" --checkpoint-dir ck \
+    --threads 1 --metrics m.jsonl >out 2>&1) || fail "the one-process run failed"
+fi
 job=$(cd "$T/job" && STRATA=$strata TRAIN_GPT=$train_gpt STRATA_CKPT_DIR=$T/job/ck \
-  STRATA_RUN_ARGS="--nodes 1:2 --node-grace 2 --watchdog $watchdog --watchdog-startup 60 --restart-delay 0.5 --kill-grace 1" \
+  STRATA_RUN_ARGS="--nodes $range --node-grace 2 --watchdog $watchdog --watchdog-startup 60 --restart-delay 0.5 --kill-grace 1" \
   OMPI_MCA_btl=self,vader,tcp on_n1 timeout 60 sbatch --parsable --no-kill --chdir "$T/job" \
   --output "$T/job/out" --nodes 2 --ntasks-per-node 2 --cpus-per-task 1 --time 10 \
   "$src/examples/slurm/train_gpt.sbatch" "$T/config.json" --metrics "$T/job/m.jsonl") ||
@@ -105,7 +111,7 @@ wait_on_n1() {
   done
   grep -q "attempt 2: 2 ranks on n1:2" "$T/job/out" || fail "the job did not restart on n1 alone"
 }
-if [[ $mode == shrink || $mode == return ]]; then
+if [[ $mode == shrink || $mode == return || $mode == wait ]]; then
   echo "node n2 taken away at step $(step_of 2): link down, slurmd and the ranks on it frozen"
   ip -n strata-n2 link set eth0 down
   kill -STOP $(ip netns pids strata-n2)
@@ -175,6 +181,15 @@ done
 on_n1 squeue -h -t PD,R -j "$job" 2>/dev/null | grep -q . && { on_n1 scancel "$job"; fail "the job did not end within 120 s"; }
 echo "the job ended $(( ($(date +%s%N) - taken_ns) / 1000000 )) ms after n2 was taken away$([[ $mode == shrink ]] && echo " (its batch script; Slurm keeps it COMPLETING until n2 answers)")"
 grep "strata run:" "$T/job/out" | sed 's/^/  /'
+if [[ $mode == wait ]]; then
+  grep -q "giving up: 1 node can run the job (n1) and --nodes 2:2 needs at least 2; node n2 did not answer within --node-grace 2 s" "$T/job/out" ||
+    fail "no clear message naming n2 and --nodes 2:2"
+  grep -q "waiting up to 2 s (--node-grace) for it to come back" "$T/job/out" || fail "it did not wait for n2"
+  state=$(on_n1 sacct -n -X -j "$job" -o ExitCode 2>/dev/null | tr -d ' ')
+  grep -q "finished after" "$T/job/out" && fail "the job finished without n2 under --nodes 2:2"
+  echo "ok: Slurm job with --nodes 2:2 waited --node-grace for n2, then gave up naming it${state:+ (exit code $state)}"
+  exit 0
+fi
 grep -q "resizing 2 -> 1 node (n1): 4 -> 2 ranks, dp 4 -> 2, gradient accumulation 1 -> 2, global batch 16 kept: node n2 did not answer" "$T/job/out" ||
   fail "no shrink to n1"
 grep -q "finished after" "$T/job/out" || fail "the job did not finish"
