@@ -192,17 +192,21 @@ TEST(TensorPipelineMemory, ModelStatesFollowTheFormulaOfTheRanksShare) {
 // checkpointing, 3 micro-batches of accumulation, and offload of parameters and optimizer state
 // to host memory and to NVMe: the same job with offload trains bitwise like without it (losses,
 // norms, loss scale, masters and second moments), with no parameter or optimizer byte left on the
-// device tier; also with sequence parallelism (bf16, host memory).
+// device tier; also with sequence parallelism (bf16, host memory), and through the offload paths
+// of a GPU job (TrainingExtras::host_staging: parameters and optimizer state staged between the
+// device tier and the host as on a GPU; bf16, host memory and NVMe), which a GPU job with tp and
+// pp takes.
 struct CombinedCase {
   DType dtype;
   config::OffloadDevice device;
-  bool sp = false;  // with sequence parallelism (both jobs)
+  bool sp = false;      // with sequence parallelism (both jobs)
+  bool staged = false;  // the offloaded job through a GPU job's staging paths
 };
 
 class TensorPipelineCombined : public ::testing::TestWithParam<CombinedCase> {};
 
 TEST_P(TensorPipelineCombined, OffloadAndMixedPrecisionTrainBitwiseLikeWithout) {
-  const auto [dt, device, sp] = GetParam();
+  const auto [dt, device, sp, staged] = GetParam();
   const SingleThreaded one_thread;
   const auto& w = world();
   if (w.size() % 4 != 0) GTEST_SKIP() << "tp 2 x pp 2 needs a multiple of 4 ranks";
@@ -227,7 +231,10 @@ TEST_P(TensorPipelineCombined, OffloadAndMixedPrecisionTrainBitwiseLikeWithout) 
   off.aio.block_size = 8192;
   MemoryLedger ledger;
   Replica ref(c, base, w);
-  Replica x(c, off, w, parallel::TrainingExtras::on(&ledger));
+  parallel::TrainingExtras extras = parallel::TrainingExtras::on(&ledger);
+  extras.host_staging = staged;
+  Replica x(c, off, w, std::move(extras));
+  ASSERT_EQ(x.store.options().host_staging, staged);
   BatchFeed f0{dp, ref.training->grid().coords().dp, b, c.block_size, c.vocab_size}, f1 = f0;
   double first = 0, last = 0;
   for (int s = 0; s < steps; ++s) {
@@ -251,10 +258,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CombinedCase{DType::bf16, config::OffloadDevice::cpu},
                       CombinedCase{DType::bf16, config::OffloadDevice::nvme},
                       CombinedCase{DType::f16, config::OffloadDevice::cpu},
-                      CombinedCase{DType::bf16, config::OffloadDevice::cpu, true}),
+                      CombinedCase{DType::bf16, config::OffloadDevice::cpu, true},
+                      CombinedCase{DType::bf16, config::OffloadDevice::cpu, true, true},
+                      CombinedCase{DType::bf16, config::OffloadDevice::nvme, false, true}),
     [](const auto& i) {
       return std::string(dtype_name(i.param.dtype)) + "_" +
-             std::string(config::to_string(i.param.device)) + (i.param.sp ? "_sp" : "");
+             std::string(config::to_string(i.param.device)) + (i.param.sp ? "_sp" : "") +
+             (i.param.staged ? "_staged" : "");
     });
 
 // The chain of layouts, on 8 ranks.
