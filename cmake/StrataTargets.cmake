@@ -19,10 +19,10 @@ if(STRATA_BUILD_FUZZERS)
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer>)
   target_link_options(strata_flags INTERFACE -fsanitize=address)
 endif()
-if(STRATA_SANITIZE)
+if(STRATA_SANITIZER)  # cmake/StrataSanitize.cmake
   target_compile_options(strata_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer>)
-  target_link_options(strata_flags INTERFACE -fsanitize=address,undefined)
+    $<$<COMPILE_LANGUAGE:CXX>:${STRATA_SANITIZE_FLAGS} -fno-omit-frame-pointer>)
+  target_link_options(strata_flags INTERFACE ${STRATA_SANITIZE_FLAGS})
 endif()
 
 # STRATA_UNITY_BUILD (default ON): every target's sources are compiled in batches of

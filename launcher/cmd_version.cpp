@@ -24,7 +24,7 @@ std::string build_description() {
   std::string type = STRATA_BUILD_TYPE;
   if (type.empty()) type = "no build type";
   return fmt::format("{}, {}, C++{}{}", type, compiler, __cplusplus / 100 % 100,
-                     STRATA_BUILD_SANITIZE ? ", ASan+UBSan" : "");
+                     STRATA_BUILD_SANITIZE);
 }
 
 std::vector<BuildFeature> build_features() {

@@ -65,8 +65,14 @@ std::string run(const std::string& cmd) {
   return nl == std::string::npos ? out : out.substr(nl + 1);
 }
 
-// Reference kernels, vectorised for the widest ISA this CPU has (chosen at run time).
+// Reference kernels, vectorised for the widest ISA this CPU has (chosen at run time). Not under
+// ThreadSanitizer: GCC instruments target_clones' ifunc resolver, which the dynamic loader runs
+// before the TSan runtime is set up (SIGSEGV before main; framework/optim/adafactor.cpp).
+#if defined(__SANITIZE_THREAD__)
+#define STRATA_BENCH_CLONES
+#else
 #define STRATA_BENCH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 STRATA_BENCH_CLONES void copy_kernel(float* a, const float* b, std::int64_t n) {
 #pragma omp parallel for schedule(static)

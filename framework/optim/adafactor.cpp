@@ -40,7 +40,10 @@ void round_to_16(const float* src, std::uint16_t* dst, std::size_t n, DType dt16
 // The kernels below are plain loops over contiguous rows, compiled for AVX2+FMA and for the
 // baseline (chosen at run time). -ffp-contract=off and explicit fma keep the arithmetic the same
 // in both; sums use 8 independent accumulators in a fixed order (deterministic, vectorisable).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer (the baseline loops only): GCC instruments the ifunc resolver that
+// target_clones makes, and the dynamic loader runs that resolver before the TSan runtime is set
+// up, so every program linking this file died with SIGSEGV before main (tests/sanitizers/README.md).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define STRATA_CLONES __attribute__((target_clones("arch=haswell", "default")))
 #else
 #define STRATA_CLONES

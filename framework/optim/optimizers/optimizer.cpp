@@ -208,7 +208,10 @@ std::string optimizer_names(const std::function<bool(const Declaration&)>& keep,
                             std::string_view conjunction) {
   std::vector<std::string> names;
   for (const OptimizerEntry& e : registered_optimizers()) {
-    const Declaration& d = e.make(config::Optimizer(e.type))->declaration();
+    // The object owns its declaration: keep it alive while d is read (a temporary here was a
+    // heap-use-after-free, found by ThreadSanitizer in tensor_dist_np2).
+    const auto made = e.make(config::Optimizer(e.type));
+    const Declaration& d = made->declaration();
     if (keep(d) && std::find(names.begin(), names.end(), d.name) == names.end())
       names.push_back(d.name);
   }

@@ -169,6 +169,20 @@ TEST(OptimizerConfig, EveryDeclaredTypeHasItsObject) {
   }
 }
 
+// optimizer_names reads each registered optimizer's declaration through an object it makes: the
+// object must outlive the reads (it once did not: a heap-use-after-free that ThreadSanitizer
+// reported in tensor_dist_np2; under --sanitize thread or address this test reports it too).
+TEST(OptimizerConfig, OptimizerNamesListsWhatTheFilterKeeps) {
+  const std::string all = optim::optimizer_names([](const optim::Declaration&) { return true; }, "or");
+  for (const optim::OptimizerEntry& e : optim::registered_optimizers()) {
+    const auto made = e.make(Optimizer(e.type));
+    EXPECT_NE(all.find(made->declaration().name), std::string::npos)
+        << made->declaration().name << " missing from '" << all << "'";
+  }
+  EXPECT_NE(all.find(" or "), std::string::npos) << all;
+  EXPECT_EQ(optim::optimizer_names([](const optim::Declaration&) { return false; }), "");
+}
+
 struct Bad {
   const char* name;
   json doc;
