@@ -1,4 +1,5 @@
-# Sourced by the elastic e2e scripts (netns_elastic.sh, slurm_elastic.sh): the pieces both use.
+# Sourced by the elastic e2e scripts (netns_elastic.sh, slurm_elastic.sh) and netns_train_gpt.sh:
+# the pieces they share.
 # Needs the script's $train_gpt (the binary the ranks run).
 
 # The last step rank $2 reported in progress directory $1 (-1: none yet; "done N" counts as N).
@@ -8,10 +9,11 @@ rank_step() {
   echo "${s#done }"
 }
 
-# The train_gpt processes inside node $1's network namespace (cluster/netns's strata-$1).
+# The train_gpt processes inside node $1's network namespace (cluster/netns's strata-$1, or
+# $STRATA_NETNS_PREFIX-$1).
 node_ranks() {
   local p
-  for p in $(ip netns pids "strata-$1"); do
+  for p in $(ip netns pids "${STRATA_NETNS_PREFIX:-strata}-$1"); do
     [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$train_gpt")" ]] && echo "$p"
   done
 }

@@ -13,6 +13,7 @@ strata=$1 train_gpt=$2 src=$3
 net="$src/cluster/netns"
 skip() { echo "SKIP: $*"; exit 77; }
 . "$(dirname "$0")/netns_require.sh"
+. "$(dirname "$0")/elastic_lib.sh"  # rank_step, node_ranks
 require_netns
 T=$(mktemp -d)
 launcher=""
@@ -73,18 +74,7 @@ finish() {
   rc=$?
   launcher=""
 }
-step_of() {
-  local s
-  s=$(cat "$T/b/logs/progress/rank_$(printf %05d "$1").progress" 2>/dev/null) || { echo -1; return; }
-  echo "${s#done }"
-}
-# The train_gpt processes inside node $1's network namespace.
-node_ranks() {
-  local p
-  for p in $(ip netns pids "${STRATA_NETNS_PREFIX:-strata}-$1"); do
-    [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$train_gpt")" ]] && echo "$p"
-  done
-}
+step_of() { rank_step "$T/b/logs/progress" "$1"; }
 
 launch "$T/a"
 finish
