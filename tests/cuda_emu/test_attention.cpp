@@ -199,7 +199,8 @@ EMU_TEST("attention", mma_16816_layout) {
 // The tensor-core kernels (16-bit qkv and dout of one type): every padded head size and sizes
 // between, tails of the 64-row blocks and of the 32- and 64-row tiles, T = 1, several batches and
 // heads; head sizes that are no multiple of 4 (the tiles' element-wise loads, not the 8-byte
-// ones); f32 outputs (the accuracy of the hi/lo split shows) and 16-bit ones.
+// ones) or of 8 (8-byte loads, not cp.async's 16 bytes); T past two tiles (a double buffer's stage
+// refilled); f32 outputs (the accuracy of the hi/lo split shows) and 16-bit ones.
 EMU_TEST("attention", tensor_cores) {
   for (const DT t : {BF, H}) {
     const Case cases[] = {
@@ -207,6 +208,9 @@ EMU_TEST("attention", tensor_cores) {
         {1, 40, 2, 48, t, F, t, F},  {1, 70, 1, 64, t, F, t, F},  {2, 64, 2, 64, t, t, t, t},
         {1, 100, 1, 64, t, t, t, t}, {1, 33, 1, 100, t, F, t, F}, {1, 65, 1, 128, t, F, t, F},
         {2, 97, 1, 128, t, t, t, t}, {1, 50, 2, 30, t, F, t, F},  {2, 9, 2, 1, t, F, t, F},
+        // Three or more key and query tiles of 64: a stage refilled while the other is read
+        // (cp.async's 16-byte copies at head size 64; 8-byte loads at 20).
+        {1, 200, 1, 64, t, t, t, t}, {1, 140, 1, 20, t, F, t, F},
     };
     for (const Case& c : cases) run_case(c, c.T * c.hs * c.B * c.NH > 6000 ? 2 : 3, 1e-5, 1e-5);
   }

@@ -7,12 +7,12 @@
 // Blocks of 128 threads = 4 warps; warp w owns rows 16w .. 16w + 15 of the block's 64 rows and
 // computes with mma.sync m16n8k16 (mma.cuh: the fragment layouts; lane (g, t) holds rows g and
 // g + 8 of every 16 x 8 accumulator, columns 2t and 2t + 1). Tiles sit in shared memory as 16-bit
-// values, zero-padded to the head size D in {16, 32, 64, 128} and to the rows past T; an operand
-// read along its other dimension has a transposed copy (the B operand of a product must have its
-// k index contiguous; load_tile16_t writes it as 32-bit words of two rows). Row strides are D + 8
-// or cols + 8 halves: 16-byte multiples whose eight rows of a fragment load fall in different
-// banks. Operands come from shared memory by plain 32-bit loads (no cp.async or ldmatrix, which
-// the CUDA emulator cannot run), and a block loads its next tile only after computing the last.
+// row-major copies of their rows, zero-padded to the head size D in {16, 32, 64, 128} and to the
+// rows past T, row stride D + 8 halves (16-byte multiples whose eight rows of an 8 x 8 matrix fall
+// in different banks). Fragments come from them by ldmatrix (smem_copy.cuh), .trans where a tile's
+// rows are the product's k (V in P V, dO and Q in dK/dV's products, K in dQ's), so no tile is
+// stored twice. Tiles stream in by cp.async into two stages: the next tile's copies are in flight
+// while the block computes on this one (the dQ kernel at head size 128 has room for one stage).
 //
 // Accuracy. Q K^T and dO V^T multiply the 16-bit inputs exactly (f32 accumulation). P (the
 // probabilities) and dS are f32 values: each is split into hi = round16(x) and lo = round16(x - hi)
@@ -22,19 +22,23 @@
 // scale is undone exactly at the end), dS row by row by a power of two that brings the row's
 // largest |dS| of the tile into [2^14, 2^15) (each tile's product for those rows is summed in a
 // fresh accumulator, then multiplied back exactly and added). bf16 has f32's range: no scaling.
+#include <algorithm>
 #include <cstddef>
 
 #include "framework/backend/cuda/ops/attention_mma.hpp"
 #include "framework/backend/cuda/ops/common.cuh"
 #include "framework/backend/cuda/ops/mma.cuh"
+#include "framework/backend/cuda/ops/smem_copy.cuh"
 
 namespace strata::cuda_ops {
 namespace {
 
 // 4 warps. __launch_bounds__'s minimum of 1 block per SM leaves ptxas every register up to 255:
-// without it ptxas aimed at 3 to 5 blocks per SM and spilled a few registers in some of the
-// instances (-Xptxas -v); with it none spills on sm_90, and on sm_80 only the f16 dK/dV kernel of
-// head size 128 (255 registers; 8 bytes).
+// without it ptxas aimed at 3 to 5 blocks per SM and spilled registers in some of the instances
+// (-Xptxas -v). With it, on sm_90 (nvcc 13.0): the forward 146-229 registers (head size 64:
+// 193-195, so 2 blocks of 128 threads per SM; asking for 3 spilled 12-20 bytes there), dQ 155-255,
+// dK/dV 198-255; dK/dV spills 24 bytes at head size 64 and 8-96 at 128 (their two stages of
+// query tiles in flight cost the registers their addresses take; before them, at 248, none).
 constexpr int kMmaThreads = 128;
 constexpr int kRows = 64;                       // rows of a block: 16 per warp
 constexpr std::size_t kMmaSmemCap = 99 * 1024;  // the smallest opt-in limit of cc >= 8.0 (8.6, 8.9)
@@ -50,97 +54,6 @@ constexpr float p_unscale() {
   return TY == Mma16::f16 ? kPUnscaleF16 : 1.0f;
 }
 
-__device__ __forceinline__ std::uint32_t ld32(const std::uint16_t* p) {
-  return *reinterpret_cast<const std::uint32_t*>(p);
-}
-
-// Rows [t0, t0 + ROWS) of one head's slice of a 16-bit row-major tensor to shared memory: element
-// (r, d) goes to dst[r * rs + d * ds] (ds = 1: row-major; rs = 1: transposed). Source row t starts
-// at element base + t * ld; rows t >= T and columns d >= hs are zeros. Four columns per step when
-// vec (hs, ld and base multiples of 4 and x 8-byte aligned: checked by the launcher).
-template <int ROWS, int D>
-__device__ __forceinline__ void load_tile16(std::uint16_t* dst, int rs, int ds,
-                                            const std::uint16_t* x, std::int64_t base,
-                                            std::int64_t ld, int t0, int T, int hs, bool vec) {
-  if (vec) {
-    for (int idx = threadIdx.x; idx < ROWS * D / 4; idx += kMmaThreads) {
-      const int r = idx / (D / 4), d = (idx % (D / 4)) * 4;
-      const int t = t0 + r;
-      uint2 v = make_uint2(0u, 0u);
-      if (t < T && d < hs)
-        v = *reinterpret_cast<const uint2*>(x + base + static_cast<std::int64_t>(t) * ld + d);
-      std::uint16_t* o = dst + r * rs + d * ds;
-      if (ds == 1) {  // 8-byte aligned: rs and the tiles' offsets are multiples of 8 halves
-        *reinterpret_cast<uint2*>(o) = v;
-        continue;
-      }
-      o[0] = static_cast<std::uint16_t>(v.x & 0xffffu);
-      o[ds] = static_cast<std::uint16_t>(v.x >> 16);
-      o[2 * ds] = static_cast<std::uint16_t>(v.y & 0xffffu);
-      o[3 * ds] = static_cast<std::uint16_t>(v.y >> 16);
-    }
-    return;
-  }
-  for (int idx = threadIdx.x; idx < ROWS * D; idx += kMmaThreads) {
-    const int r = idx / D, d = idx % D;
-    const int t = t0 + r;
-    std::uint16_t v = 0;
-    if (t < T && d < hs) v = x[base + static_cast<std::int64_t>(t) * ld + d];
-    dst[r * rs + d * ds] = v;
-  }
-}
-
-// The same tile transposed: element (r, d) to dst[d * st + r] (st even). With vec, each thread
-// takes two rows r, r + 1 (r even) and four columns and stores four 32-bit words (the two rows'
-// elements of one column); consecutive threads take consecutive row pairs, so a warp's stores hit
-// distinct banks (or two per bank when ROWS < 64), where one thread per column would collide
-// many ways. Else element by element.
-template <int ROWS, int D>
-__device__ __forceinline__ void load_tile16_t(std::uint16_t* dst, int st, const std::uint16_t* x,
-                                              std::int64_t base, std::int64_t ld, int t0, int T,
-                                              int hs, bool vec) {
-  if (!vec) {
-    load_tile16<ROWS, D>(dst, 1, st, x, base, ld, t0, T, hs, false);
-    return;
-  }
-  constexpr int RP = ROWS / 2;
-  static_assert(ROWS % 2 == 0, "row pairs");
-  for (int u = threadIdx.x; u < RP * (D / 4); u += kMmaThreads) {
-    const int r = 2 * (u % RP), d = 4 * (u / RP);
-    uint2 v0 = make_uint2(0u, 0u), v1 = make_uint2(0u, 0u);
-    const std::int64_t row = base + static_cast<std::int64_t>(t0 + r) * ld + d;
-    if (d < hs) {
-      if (t0 + r < T) v0 = *reinterpret_cast<const uint2*>(x + row);
-      if (t0 + r + 1 < T) v1 = *reinterpret_cast<const uint2*>(x + row + ld);
-    }
-    std::uint32_t* o = reinterpret_cast<std::uint32_t*>(dst + d * st + r);
-    const int w = st / 2;  // words per row of dst
-    o[0] = (v0.x & 0xffffu) | (v1.x << 16);
-    o[w] = (v0.x >> 16) | (v1.x & 0xffff0000u);
-    o[2 * w] = (v0.y & 0xffffu) | (v1.y << 16);
-    o[3 * w] = (v0.y >> 16) | (v1.y & 0xffff0000u);
-  }
-}
-
-// The A fragment (16 x 16) of rows r0.., columns c0.. of a row-major 16-bit tile of stride st.
-__device__ __forceinline__ void frag_a(std::uint32_t (&a)[4], const std::uint16_t* s, int st,
-                                       int r0, int c0, int g, int t) {
-  const std::uint16_t* p = s + (r0 + g) * st + c0 + 2 * t;
-  a[0] = ld32(p);
-  a[1] = ld32(p + 8 * st);
-  a[2] = ld32(p + 8);
-  a[3] = ld32(p + 8 * st + 8);
-}
-// The B fragment (16 x 8, k x n) of a tile stored n-major ([n][k], stride st): n0.., k0...
-__device__ __forceinline__ void frag_b(std::uint32_t (&b)[2], const std::uint16_t* s, int st,
-                                       int n0, int k0, int g, int t) {
-  const std::uint16_t* p = s + (n0 + g) * st + k0 + 2 * t;
-  b[0] = ld32(p);
-  b[1] = ld32(p + 8);
-}
-
-// hi and lo A fragments of keys/queries 16 kc .. 16 kc + 15 from the f32 accumulators x (the
-// layout of C: x[2 kc] holds columns 16 kc + 2t, +1, x[2 kc + 1] those + 8), times sc[row].
 template <Mma16 TY, int N>
 __device__ __forceinline__ void split_a(const float (&x)[N][4], int kc, float sc0, float sc1,
                                         std::uint32_t (&hi)[4], std::uint32_t (&lo)[4]) {
@@ -170,26 +83,79 @@ __device__ __forceinline__ void row_scale(float mx, float& sc, float& inv) {
   inv = bits_f32(static_cast<std::uint32_t>(127 - k) << 23);
 }
 
+
+// How a block copies tile rows to shared memory: 16-byte cp.async copies (kLoad16: hs, C multiples
+// of 8 and qkv/dout 16-byte aligned), 8-byte loads through registers (kLoad8: multiples of 4, 8-byte
+// aligned), or element by element (kLoad1). Chosen by the launcher (load_mode).
+constexpr int kLoad1 = 0, kLoad8 = 1, kLoad16 = 2;
+
+// Rows [t0, t0 + ROWS) of one head's slice of a 16-bit row-major tensor to shared memory, row-major
+// with row stride D + 8: element (r, d) of source row t = t0 + r is x[base + t * ld + d]; rows
+// t >= T and columns d >= hs are zeros. kLoad16 queues cp.async copies (the caller commits them
+// and waits before its barrier); the other modes store at once.
+template <int ROWS, int D>
+__device__ __forceinline__ void load_rows(std::uint16_t* dst, const std::uint16_t* x,
+                                          std::int64_t base, std::int64_t ld, int t0, int T, int hs,
+                                          int mode) {
+  constexpr int SD = D + 8;
+  if (mode == kLoad16) {
+    for (int idx = threadIdx.x; idx < ROWS * D / 8; idx += kMmaThreads) {
+      const int r = idx / (D / 8), d = (idx % (D / 8)) * 8;
+      const int t = t0 + r;
+      const bool valid = t < T && d < hs;
+      cp_async16(dst + r * SD + d, valid ? x + base + static_cast<std::int64_t>(t) * ld + d : x,
+                 valid);
+    }
+    return;
+  }
+  if (mode == kLoad8) {
+    for (int idx = threadIdx.x; idx < ROWS * D / 4; idx += kMmaThreads) {
+      const int r = idx / (D / 4), d = (idx % (D / 4)) * 4;
+      const int t = t0 + r;
+      uint2 v = make_uint2(0u, 0u);
+      if (t < T && d < hs)
+        v = *reinterpret_cast<const uint2*>(x + base + static_cast<std::int64_t>(t) * ld + d);
+      *reinterpret_cast<uint2*>(dst + r * SD + d) = v;  // 8-byte aligned: SD and d multiples of 4
+    }
+    return;
+  }
+  for (int idx = threadIdx.x; idx < ROWS * D; idx += kMmaThreads) {
+    const int r = idx / D, d = idx % D;
+    const int t = t0 + r;
+    std::uint16_t v = 0;
+    if (t < T && d < hs) v = x[base + static_cast<std::int64_t>(t) * ld + d];
+    dst[r * SD + d] = v;
+  }
+}
+
+// Waits for this thread's copies of the tile about to be computed: with a next tile's copies
+// just queued behind them (ahead), one group may stay in flight.
+__device__ __forceinline__ void wait_tile(bool ahead) {
+  if (ahead)
+    cp_async_wait<1>();
+  else
+    cp_async_wait<0>();
+}
+
 // ---- forward ------------------------------------------------------------------------------------
 
-// grid (B * NH, ceil(T / 64)); block 128; dynamic shared memory fwd_mma_smem<D, BK>() bytes.
+// grid (B * NH, ceil(T / 64)); block 128; dynamic shared memory fwd_mma_smem<D, BK>() bytes: Q, and
+// two stages of K and V (the next tile's copies run while the block computes on this one).
 template <int D, int BK>
 constexpr std::size_t fwd_mma_smem() {
-  return (static_cast<std::size_t>(kRows + BK) * (D + 8) + static_cast<std::size_t>(D) * (BK + 8)) *
-         2;
+  return static_cast<std::size_t>(kRows + 4 * BK) * (D + 8) * 2;
 }
 
 template <int D, int BK, Mma16 TY>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attention_forward_mma_kernel(const std::uint16_t* __restrict__ qkv, void* __restrict__ out,
                                  DT odt, float* __restrict__ lse, int T, int C, int NH, int hs,
-                                 float scale, bool vec) {
+                                 float scale, int mode) {
 #if defined(STRATA_MMA_KERNELS)
-  constexpr int SD = D + 8, SK = BK + 8, ND = D / 8, NK = BK / 8;
+  constexpr int SD = D + 8, ND = D / 8, NK = BK / 8;
   extern __shared__ float4 smem4[];
   std::uint16_t* Qs = reinterpret_cast<std::uint16_t*>(smem4);  // [64][SD]
-  std::uint16_t* Ks = Qs + kRows * SD;                          // [BK][SD]
-  std::uint16_t* Vt = Ks + BK * SD;                             // [D][SK]: Vt[d][c] = v[k0 + c][d]
+  std::uint16_t* KV = Qs + kRows * SD;  // stage s: K [BK][SD] at KV + 2s BK SD, then V [BK][SD]
 
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int g = lane >> 2, t = lane & 3, r0 = warp * 16;
@@ -200,20 +166,30 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       static_cast<std::int64_t>(b) * T * ld + static_cast<std::int64_t>(h) * hs;
   const int qr[2] = {q0 + r0 + g, q0 + r0 + g + 8};  // the lane's two query rows
 
-  load_tile16<kRows, D>(Qs, SD, 1, qkv, qbase, ld, q0, T, hs, vec);
+  const int kend = min(q0 + kRows, T);
+  const int ntiles = (kend + BK - 1) / BK;
+  load_rows<kRows, D>(Qs, qkv, qbase, ld, q0, T, hs, mode);
+  load_rows<BK, D>(KV, qkv, qbase + C, ld, 0, T, hs, mode);
+  load_rows<BK, D>(KV + BK * SD, qkv, qbase + 2LL * C, ld, 0, T, hs, mode);
+  cp_async_commit();
 
   float o[ND][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int j = 0; j < ND; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-  const int kend = min(q0 + kRows, T);
-  const int ntiles = (kend + BK - 1) / BK;
   for (int kt = 0; kt < ntiles; ++kt) {
     const int k0 = kt * BK;
-    __syncthreads();  // Q written; the previous tile's reads of Ks and Vt are done
-    load_tile16<BK, D>(Ks, SD, 1, qkv, qbase + C, ld, k0, T, hs, vec);
-    load_tile16_t<BK, D>(Vt, SK, qkv, qbase + 2LL * C, ld, k0, T, hs, vec);
-    __syncthreads();
+    const bool ahead = kt + 1 < ntiles;
+    if (ahead) {  // into the other stage, last read in iteration kt - 1 (before its barrier)
+      std::uint16_t* nx = KV + ((kt + 1) & 1) * 2 * BK * SD;
+      load_rows<BK, D>(nx, qkv, qbase + C, ld, k0 + BK, T, hs, mode);
+      load_rows<BK, D>(nx + BK * SD, qkv, qbase + 2LL * C, ld, k0 + BK, T, hs, mode);
+      cp_async_commit();
+    }
+    wait_tile(ahead);
+    __syncthreads();  // this tile's K and V (and, first, Q) are in shared memory
+    const std::uint16_t* Ks = KV + (kt & 1) * 2 * BK * SD;
+    const std::uint16_t* Vs = Ks + BK * SD;
 
     // S = Q K^T for the warp's 16 rows and the tile's BK keys.
     float s[NK][4];
@@ -222,12 +198,13 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc) {
       std::uint32_t a[4];
-      frag_a(a, Qs, SD, r0, kc * 16, g, t);
+      ld_frag_a(a, Qs, SD, r0, kc * 16);
 #pragma unroll
-      for (int j = 0; j < NK; ++j) {
-        std::uint32_t bb[2];
-        frag_b(bb, Ks, SD, j * 8, kc * 16, g, t);
-        mma_16816<TY>(s[j], a, bb);
+      for (int j = 0; j < NK; j += 2) {
+        std::uint32_t b0[2], b1[2];
+        ld_frag_b_nk(b0, b1, Ks, SD, j * 8, kc * 16);
+        mma_16816<TY>(s[j], a, b0);
+        mma_16816<TY>(s[j + 1], a, b1);
       }
     }
 
@@ -268,19 +245,22 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       }
     }
 
-    // O += P V, P split into hi + lo (times 2^14 for f16).
+    // O += P V, P split into hi + lo (times 2^14 for f16); V's rows are the product's k.
 #pragma unroll
     for (int kc = 0; kc < BK / 16; ++kc) {
       std::uint32_t ph[4], pl[4];
       split_a<TY>(s, kc, p_scale<TY>(), p_scale<TY>(), ph, pl);
 #pragma unroll
-      for (int j = 0; j < ND; ++j) {
-        std::uint32_t bb[2];
-        frag_b(bb, Vt, SK, j * 8, kc * 16, g, t);
-        mma_16816<TY>(o[j], ph, bb);
-        mma_16816<TY>(o[j], pl, bb);
+      for (int j = 0; j < ND; j += 2) {
+        std::uint32_t b0[2], b1[2];
+        ld_frag_b_kn(b0, b1, Vs, SD, kc * 16, j * 8);
+        mma_16816<TY>(o[j], ph, b0);
+        mma_16816<TY>(o[j], pl, b0);
+        mma_16816<TY>(o[j + 1], ph, b1);
+        mma_16816<TY>(o[j + 1], pl, b1);
       }
     }
+    __syncthreads();  // this stage's reads are done before the next iteration refills it
   }
 
   // out = O / l (times 2^-14 for f16, exact); lse = m + log(l).
@@ -307,34 +287,29 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 
 // ---- backward: dK and dV ------------------------------------------------------------------------
 
+// Two stages of the query tile (Q, dO, and their lse and D) behind the block's K and V.
 template <int D, int BQ>
 constexpr std::size_t dkdv_mma_smem() {
-  return (static_cast<std::size_t>(2 * kRows + 2 * BQ) * (D + 8) +
-          2ull * D * static_cast<std::size_t>(BQ + 8)) *
-             2 +
-         2ull * BQ * sizeof(float);
+  return 4ull * BQ * sizeof(float) +
+         static_cast<std::size_t>(2 * kRows + 4 * BQ) * (D + 8) * 2;
 }
 
 // grid (B * NH, ceil(T / 64)); block 128. Warp w owns keys k0 + 16w ..; per query tile of BQ
 // queries: S^T = K Q^T, dP^T = V dO^T (rows: keys), P^T and dS^T, then dV += P^T dO and
-// dK += dS^T Q.
+// dK += dS^T Q (Q's and dO's rows are those products' k).
 template <int D, int BQ, Mma16 TY>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attention_dkdv_mma_kernel(const std::uint16_t* __restrict__ qkv,
                               const std::uint16_t* __restrict__ dout, const float* __restrict__ lse,
                               const float* __restrict__ Dws, void* __restrict__ dqkv, DT ddt, int T,
-                              int C, int NH, int hs, float scale, bool vec) {
+                              int C, int NH, int hs, float scale, int mode) {
 #if defined(STRATA_MMA_KERNELS)
-  constexpr int SD = D + 8, SQ = BQ + 8, ND = D / 8, NQ = BQ / 8;
+  constexpr int SD = D + 8, ND = D / 8, NQ = BQ / 8;
   extern __shared__ float4 smem4[];
-  float* Ls = reinterpret_cast<float*>(smem4);                    // [BQ]: lse of the tile's queries
-  float* Ds = Ls + BQ;                                            // [BQ]: D of them
-  std::uint16_t* Ks = reinterpret_cast<std::uint16_t*>(Ds + BQ);  // [64][SD]
-  std::uint16_t* Vs = Ks + kRows * SD;                            // [64][SD]
-  std::uint16_t* Qs = Vs + kRows * SD;                            // [BQ][SD]
-  std::uint16_t* dOs = Qs + BQ * SD;                              // [BQ][SD]
-  std::uint16_t* Qt = dOs + BQ * SD;                              // [D][SQ]
-  std::uint16_t* dOt = Qt + D * SQ;                               // [D][SQ]
+  float* LD = reinterpret_cast<float*>(smem4);  // stage s: lse [BQ] at LD + 2s BQ, then D [BQ]
+  std::uint16_t* Ks = reinterpret_cast<std::uint16_t*>(LD + 4 * BQ);  // [64][SD]
+  std::uint16_t* Vs = Ks + kRows * SD;                                // [64][SD]
+  std::uint16_t* QG = Vs + kRows * SD;  // stage s: Q [BQ][SD] at QG + 2s BQ SD, then dO [BQ][SD]
 
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int g = lane >> 2, t = lane & 3, r0 = warp * 16;
@@ -349,8 +324,25 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   const float* D_h = Dws + static_cast<std::int64_t>(bh) * T;
   const int kr[2] = {k0 + r0 + g, k0 + r0 + g + 8};  // the lane's two keys
 
-  load_tile16<kRows, D>(Ks, SD, 1, qkv, qbase + C, ld, k0, T, hs, vec);
-  load_tile16<kRows, D>(Vs, SD, 1, qkv, qbase + 2LL * C, ld, k0, T, hs, vec);
+  // The query tile qt into stage st: Q and dO by load_rows, lse and D by plain stores.
+  auto load_q = [&](int qt, int st) {
+    const int q0 = qt * BQ;
+    std::uint16_t* qs = QG + st * 2 * BQ * SD;
+    load_rows<BQ, D>(qs, qkv, qbase, ld, q0, T, hs, mode);
+    load_rows<BQ, D>(qs + BQ * SD, dout, gbase, C, q0, T, hs, mode);
+    float* l = LD + st * 2 * BQ;
+    for (int i = threadIdx.x; i < BQ; i += kMmaThreads) {
+      const int q = q0 + i;
+      l[i] = q < T ? lse_h[q] : 0.0f;
+      l[BQ + i] = q < T ? D_h[q] : 0.0f;
+    }
+  };
+
+  const int qt0 = k0 / BQ, nqt = (T + BQ - 1) / BQ;  // the query tiles that see some key here
+  load_rows<kRows, D>(Ks, qkv, qbase + C, ld, k0, T, hs, mode);
+  load_rows<kRows, D>(Vs, qkv, qbase + 2LL * C, ld, k0, T, hs, mode);
+  load_q(qt0, 0);
+  cp_async_commit();
 
   float dk[ND][4], dv[ND][4];
 #pragma unroll
@@ -358,20 +350,19 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dk[j][e] = dv[j][e] = 0.0f;
 
-  const int nqt = (T + BQ - 1) / BQ;
-  for (int qt = k0 / BQ; qt < nqt; ++qt) {  // the query tiles that see some key of the block
-    const int q0 = qt * BQ;
-    __syncthreads();  // K, V written; the previous tile's reads are done
-    load_tile16<BQ, D>(Qs, SD, 1, qkv, qbase, ld, q0, T, hs, vec);
-    load_tile16<BQ, D>(dOs, SD, 1, dout, gbase, C, q0, T, hs, vec);
-    load_tile16_t<BQ, D>(Qt, SQ, qkv, qbase, ld, q0, T, hs, vec);
-    load_tile16_t<BQ, D>(dOt, SQ, dout, gbase, C, q0, T, hs, vec);
-    for (int i = threadIdx.x; i < BQ; i += kMmaThreads) {
-      const int q = q0 + i;
-      Ls[i] = q < T ? lse_h[q] : 0.0f;
-      Ds[i] = q < T ? D_h[q] : 0.0f;
+  for (int qt = qt0; qt < nqt; ++qt) {
+    const int q0 = qt * BQ, st = (qt - qt0) & 1;
+    const bool ahead = qt + 1 < nqt;
+    if (ahead) {  // into the other stage, last read in the previous iteration (before its barrier)
+      load_q(qt + 1, st ^ 1);
+      cp_async_commit();
     }
-    __syncthreads();
+    wait_tile(ahead);
+    __syncthreads();  // this tile (and, first, K and V) in shared memory
+    const std::uint16_t* Qs = QG + st * 2 * BQ * SD;
+    const std::uint16_t* dOs = Qs + BQ * SD;
+    const float* Ls = LD + st * 2 * BQ;
+    const float* Ds = Ls + BQ;
 
     float s[NQ][4], dp[NQ][4];
 #pragma unroll
@@ -381,15 +372,17 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc) {
       std::uint32_t ak[4], av[4];
-      frag_a(ak, Ks, SD, r0, kc * 16, g, t);
-      frag_a(av, Vs, SD, r0, kc * 16, g, t);
+      ld_frag_a(ak, Ks, SD, r0, kc * 16);
+      ld_frag_a(av, Vs, SD, r0, kc * 16);
 #pragma unroll
-      for (int j = 0; j < NQ; ++j) {
-        std::uint32_t bq[2], bg[2];
-        frag_b(bq, Qs, SD, j * 8, kc * 16, g, t);
-        frag_b(bg, dOs, SD, j * 8, kc * 16, g, t);
-        mma_16816<TY>(s[j], ak, bq);
-        mma_16816<TY>(dp[j], av, bg);
+      for (int j = 0; j < NQ; j += 2) {
+        std::uint32_t b0[2], b1[2];
+        ld_frag_b_nk(b0, b1, Qs, SD, j * 8, kc * 16);
+        mma_16816<TY>(s[j], ak, b0);
+        mma_16816<TY>(s[j + 1], ak, b1);
+        ld_frag_b_nk(b0, b1, dOs, SD, j * 8, kc * 16);
+        mma_16816<TY>(dp[j], av, b0);
+        mma_16816<TY>(dp[j + 1], av, b1);
       }
     }
     // P = exp(scale s - lse) and dS = P (dP - D) where key <= query < T, else 0.
@@ -409,17 +402,19 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
           dmax[i] = fmaxf(dmax[i], fabsf(ds));
         }
 
-        // dV += P^T dO (P split, times 2^14 for f16).
+    // dV += P^T dO (P split, times 2^14 for f16).
 #pragma unroll
     for (int kc = 0; kc < BQ / 16; ++kc) {
       std::uint32_t ph[4], pl[4];
       split_a<TY>(s, kc, p_scale<TY>(), p_scale<TY>(), ph, pl);
 #pragma unroll
-      for (int j = 0; j < ND; ++j) {
-        std::uint32_t bb[2];
-        frag_b(bb, dOt, SQ, j * 8, kc * 16, g, t);
-        mma_16816<TY>(dv[j], ph, bb);
-        mma_16816<TY>(dv[j], pl, bb);
+      for (int j = 0; j < ND; j += 2) {
+        std::uint32_t b0[2], b1[2];
+        ld_frag_b_kn(b0, b1, dOs, SD, kc * 16, j * 8);
+        mma_16816<TY>(dv[j], ph, b0);
+        mma_16816<TY>(dv[j], pl, b0);
+        mma_16816<TY>(dv[j + 1], ph, b1);
+        mma_16816<TY>(dv[j + 1], pl, b1);
       }
     }
 
@@ -433,18 +428,24 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
     for (int kc = 0; kc < BQ / 16; ++kc) split_a<TY>(dp, kc, sc[0], sc[1], dh[kc], dl[kc]);
 #pragma unroll
-    for (int j = 0; j < ND; ++j) {
-      float tmp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int j = 0; j < ND; j += 2) {
+      float t0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int kc = 0; kc < BQ / 16; ++kc) {
-        std::uint32_t bb[2];
-        frag_b(bb, Qt, SQ, j * 8, kc * 16, g, t);
-        mma_16816<TY>(tmp, dh[kc], bb);
-        mma_16816<TY>(tmp, dl[kc], bb);
+        std::uint32_t b0[2], b1[2];
+        ld_frag_b_kn(b0, b1, Qs, SD, kc * 16, j * 8);
+        mma_16816<TY>(t0, dh[kc], b0);
+        mma_16816<TY>(t0, dl[kc], b0);
+        mma_16816<TY>(t1, dh[kc], b1);
+        mma_16816<TY>(t1, dl[kc], b1);
       }
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dk[j][e] = fmaf(tmp[e], inv[e >> 1], dk[j][e]);
+      for (int e = 0; e < 4; ++e) {
+        dk[j][e] = fmaf(t0[e], inv[e >> 1], dk[j][e]);
+        dk[j + 1][e] = fmaf(t1[e], inv[e >> 1], dk[j + 1][e]);
+      }
     }
+    __syncthreads();  // this stage's reads are done before the next iteration refills it
   }
 
 #pragma unroll
@@ -470,29 +471,31 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 
 // ---- backward: dQ -------------------------------------------------------------------------------
 
+// Q and dO, then STAGES stages of the key tile (K and V): two where they fit in kMmaSmemCap, one
+// at head size 128 (the next tile's copies then start after the block computed this one).
+template <int D, int BK>
+constexpr int dq_stages() {
+  return static_cast<std::size_t>(2 * kRows + 4 * BK) * (D + 8) * 2 <= kMmaSmemCap ? 2 : 1;
+}
 template <int D, int BK>
 constexpr std::size_t dq_mma_smem() {
-  return (static_cast<std::size_t>(2 * kRows + 2 * BK) * (D + 8) +
-          static_cast<std::size_t>(D) * (BK + 8)) *
-         2;
+  return static_cast<std::size_t>(2 * kRows + 2 * dq_stages<D, BK>() * BK) * (D + 8) * 2;
 }
 
 // grid (B * NH, ceil(T / 64)); block 128. Warp w owns queries q0 + 16w ..; per key tile of BK
-// keys: S = Q K^T, dP = dO V^T, dS, then dQ += dS K.
+// keys: S = Q K^T, dP = dO V^T, dS, then dQ += dS K (K's rows are that product's k).
 template <int D, int BK, Mma16 TY>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attention_dq_mma_kernel(const std::uint16_t* __restrict__ qkv,
                             const std::uint16_t* __restrict__ dout, const float* __restrict__ lse,
                             const float* __restrict__ Dws, void* __restrict__ dqkv, DT ddt, int T,
-                            int C, int NH, int hs, float scale, bool vec) {
+                            int C, int NH, int hs, float scale, int mode) {
 #if defined(STRATA_MMA_KERNELS)
-  constexpr int SD = D + 8, SK = BK + 8, ND = D / 8, NK = BK / 8;
+  constexpr int SD = D + 8, ND = D / 8, NK = BK / 8, STAGES = dq_stages<D, BK>();
   extern __shared__ float4 smem4[];
   std::uint16_t* Qs = reinterpret_cast<std::uint16_t*>(smem4);  // [64][SD]
   std::uint16_t* dOs = Qs + kRows * SD;                         // [64][SD]
-  std::uint16_t* Ks = dOs + kRows * SD;                         // [BK][SD]
-  std::uint16_t* Vs = Ks + BK * SD;                             // [BK][SD]
-  std::uint16_t* Kt = Vs + BK * SD;                             // [D][SK]
+  std::uint16_t* KV = dOs + kRows * SD;  // stage s: K [BK][SD] at KV + 2s BK SD, then V [BK][SD]
 
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const int g = lane >> 2, t = lane & 3, r0 = warp * 16;
@@ -505,8 +508,13 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       static_cast<std::int64_t>(b) * T * C + static_cast<std::int64_t>(h) * hs;
   const int qr[2] = {q0 + r0 + g, q0 + r0 + g + 8};
 
-  load_tile16<kRows, D>(Qs, SD, 1, qkv, qbase, ld, q0, T, hs, vec);
-  load_tile16<kRows, D>(dOs, SD, 1, dout, gbase, C, q0, T, hs, vec);
+  const int kend = min(q0 + kRows, T);
+  const int ntiles = (kend + BK - 1) / BK;
+  load_rows<kRows, D>(Qs, qkv, qbase, ld, q0, T, hs, mode);
+  load_rows<kRows, D>(dOs, dout, gbase, C, q0, T, hs, mode);
+  load_rows<BK, D>(KV, qkv, qbase + C, ld, 0, T, hs, mode);
+  load_rows<BK, D>(KV + BK * SD, qkv, qbase + 2LL * C, ld, 0, T, hs, mode);
+  cp_async_commit();
   float lr[2], Dr[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -518,15 +526,19 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
   for (int j = 0; j < ND; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 
-  const int kend = min(q0 + kRows, T);
-  const int ntiles = (kend + BK - 1) / BK;
   for (int kt = 0; kt < ntiles; ++kt) {
     const int k0 = kt * BK;
-    __syncthreads();  // Q, dO written; the previous tile's reads are done
-    load_tile16<BK, D>(Ks, SD, 1, qkv, qbase + C, ld, k0, T, hs, vec);
-    load_tile16<BK, D>(Vs, SD, 1, qkv, qbase + 2LL * C, ld, k0, T, hs, vec);
-    load_tile16_t<BK, D>(Kt, SK, qkv, qbase + C, ld, k0, T, hs, vec);
-    __syncthreads();
+    const bool ahead = STAGES == 2 && kt + 1 < ntiles;
+    if (ahead) {  // into the other stage, last read in iteration kt - 1 (before its barrier)
+      std::uint16_t* nx = KV + ((kt + 1) & 1) * 2 * BK * SD;
+      load_rows<BK, D>(nx, qkv, qbase + C, ld, k0 + BK, T, hs, mode);
+      load_rows<BK, D>(nx + BK * SD, qkv, qbase + 2LL * C, ld, k0 + BK, T, hs, mode);
+      cp_async_commit();
+    }
+    wait_tile(ahead);
+    __syncthreads();  // this tile's K and V (and, first, Q and dO) in shared memory
+    const std::uint16_t* Ks = KV + (STAGES == 2 ? (kt & 1) : 0) * 2 * BK * SD;
+    const std::uint16_t* Vs = Ks + BK * SD;
 
     float s[NK][4], dp[NK][4];
 #pragma unroll
@@ -536,15 +548,17 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
     for (int kc = 0; kc < D / 16; ++kc) {
       std::uint32_t aq[4], ag[4];
-      frag_a(aq, Qs, SD, r0, kc * 16, g, t);
-      frag_a(ag, dOs, SD, r0, kc * 16, g, t);
+      ld_frag_a(aq, Qs, SD, r0, kc * 16);
+      ld_frag_a(ag, dOs, SD, r0, kc * 16);
 #pragma unroll
-      for (int j = 0; j < NK; ++j) {
-        std::uint32_t bk[2], bv[2];
-        frag_b(bk, Ks, SD, j * 8, kc * 16, g, t);
-        frag_b(bv, Vs, SD, j * 8, kc * 16, g, t);
-        mma_16816<TY>(s[j], aq, bk);
-        mma_16816<TY>(dp[j], ag, bv);
+      for (int j = 0; j < NK; j += 2) {
+        std::uint32_t b0[2], b1[2];
+        ld_frag_b_nk(b0, b1, Ks, SD, j * 8, kc * 16);
+        mma_16816<TY>(s[j], aq, b0);
+        mma_16816<TY>(s[j + 1], aq, b1);
+        ld_frag_b_nk(b0, b1, Vs, SD, j * 8, kc * 16);
+        mma_16816<TY>(dp[j], ag, b0);
+        mma_16816<TY>(dp[j + 1], ag, b1);
       }
     }
     // dS = P (dP - D), P = exp(scale s - lse), where key <= query < T, else 0.
@@ -573,17 +587,28 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 #pragma unroll
     for (int kc = 0; kc < BK / 16; ++kc) split_a<TY>(dp, kc, sc[0], sc[1], dh[kc], dl[kc]);
 #pragma unroll
-    for (int j = 0; j < ND; ++j) {
-      float tmp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int j = 0; j < ND; j += 2) {
+      float t0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int kc = 0; kc < BK / 16; ++kc) {
-        std::uint32_t bb[2];
-        frag_b(bb, Kt, SK, j * 8, kc * 16, g, t);
-        mma_16816<TY>(tmp, dh[kc], bb);
-        mma_16816<TY>(tmp, dl[kc], bb);
+        std::uint32_t b0[2], b1[2];
+        ld_frag_b_kn(b0, b1, Ks, SD, kc * 16, j * 8);
+        mma_16816<TY>(t0, dh[kc], b0);
+        mma_16816<TY>(t0, dl[kc], b0);
+        mma_16816<TY>(t1, dh[kc], b1);
+        mma_16816<TY>(t1, dl[kc], b1);
       }
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[j][e] = fmaf(tmp[e], inv[e >> 1], acc[j][e]);
+      for (int e = 0; e < 4; ++e) {
+        acc[j][e] = fmaf(t0[e], inv[e >> 1], acc[j][e]);
+        acc[j + 1][e] = fmaf(t1[e], inv[e >> 1], acc[j + 1][e]);
+      }
+    }
+    __syncthreads();  // this stage's reads are done before it is refilled
+    if (STAGES == 1 && kt + 1 < ntiles) {
+      load_rows<BK, D>(KV, qkv, qbase + C, ld, k0 + BK, T, hs, mode);
+      load_rows<BK, D>(KV + BK * SD, qkv, qbase + 2LL * C, ld, k0 + BK, T, hs, mode);
+      cp_async_commit();
     }
   }
 
@@ -614,8 +639,12 @@ struct MmaCfg {
   static constexpr int FWD_BK = 64, DQ_BK = 64, DKV_BQ = D == 128 ? 16 : 64;
 };
 
-bool vec_ok(const void* p, int C, int hs) {
-  return hs % 4 == 0 && C % 4 == 0 && reinterpret_cast<std::uintptr_t>(p) % 8 == 0;
+// load_rows's mode for rows of a tensor at p of row length a multiple of C (C, 3C).
+int load_mode(const void* p, int C, int hs) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (hs % 8 == 0 && C % 8 == 0 && a % 16 == 0) return kLoad16;
+  if (hs % 4 == 0 && C % 4 == 0 && a % 8 == 0) return kLoad8;
+  return kLoad1;
 }
 
 template <int D, Mma16 TY>
@@ -629,7 +658,7 @@ cudaError_t forward_mma_d(const MmaArgs& z, cudaStream_t s) {
                   static_cast<unsigned>((z.T + kRows - 1) / kRows));
   kernel<<<grid, kMmaThreads, bytes, s>>>(static_cast<const std::uint16_t*>(z.qkv), z.out, z.odt,
                                           z.lse, z.T, z.C, z.NH, z.hs, z.scale,
-                                          vec_ok(z.qkv, z.C, z.hs));
+                                          load_mode(z.qkv, z.C, z.hs));
   return cudaSuccess;
 }
 
@@ -642,16 +671,16 @@ cudaError_t backward_mma_d(const MmaArgs& z, cudaStream_t s) {
   static_assert(kv_bytes <= kMmaSmemCap && q_bytes <= kMmaSmemCap, "backward tile too large");
   if (const cudaError_t e = allow_smem<kv_kernel>(kv_bytes); e != cudaSuccess) return e;
   if (const cudaError_t e = allow_smem<q_kernel>(q_bytes); e != cudaSuccess) return e;
-  const bool vec = vec_ok(z.qkv, z.C, z.hs) && vec_ok(z.dout, z.C, z.hs);
+  const int mode = std::min(load_mode(z.qkv, z.C, z.hs), load_mode(z.dout, z.C, z.hs));
   const dim3 grid(static_cast<unsigned>(z.B * z.NH),
                   static_cast<unsigned>((z.T + kRows - 1) / kRows));
   const auto* qkv = static_cast<const std::uint16_t*>(z.qkv);
   const auto* dout = static_cast<const std::uint16_t*>(z.dout);
   kv_kernel<<<grid, kMmaThreads, kv_bytes, s>>>(qkv, dout, z.lse_in, z.Dws, z.dqkv, z.ddt, z.T, z.C,
-                                                z.NH, z.hs, z.scale, vec);
+                                                z.NH, z.hs, z.scale, mode);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   q_kernel<<<grid, kMmaThreads, q_bytes, s>>>(qkv, dout, z.lse_in, z.Dws, z.dqkv, z.ddt, z.T, z.C,
-                                              z.NH, z.hs, z.scale, vec);
+                                              z.NH, z.hs, z.scale, mode);
   return cudaSuccess;
 }
 
