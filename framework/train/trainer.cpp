@@ -23,7 +23,11 @@ int state_pad_multiple(const TrainerOptions& o, int shard_count) {
 
 Trainer::Trainer(nn::ParamStore& store, const TrainerOptions& opts, ShardReductions reductions,
                  std::unique_ptr<OptimizerStateStore> states)
-    : store_(store), opts_(opts), red_(std::move(reductions)), states_(std::move(states)) {
+    : store_(store),
+      opts_(opts),
+      red_(std::move(reductions)),
+      states_(std::move(states)),
+      grad_sums_(store.num_units()) {
   STRATA_CHECK(opts.optimizer, "train", "TrainerOptions::optimizer is not set");
   opt_ = opts.optimizer->clone();
   const optim::Declaration& decl = opt_->declaration();
@@ -93,53 +97,61 @@ Tensor Trainer::master_shard(std::size_t u) const {
   return out;
 }
 
-double Trainer::grad_sum_squares(std::size_t u) const {
-  if (owned_numel(store_.layout(u)) == 0) return 0.0;
-  const nn::GradShardScope g(store_, u, false);  // offloaded gradients: read from their store
-  return grad_sum_squares_of(u, g.get());
-}
-
-void Trainer::note_final_gradient(std::size_t u, const Tensor& owned) {
-  if (noted_ss_.size() != store_.num_units()) noted_ss_.assign(store_.num_units(), std::nullopt);
-  noted_ss_.at(u) = grad_sum_squares_of(u, owned);
-}
-
-void Trainer::forget_final_gradients() { noted_ss_.assign(noted_ss_.size(), std::nullopt); }
-
-double Trainer::grad_sum_squares_of(std::size_t u, const Tensor& owned) const {
+void Trainer::take_grad_sums(std::size_t u, const Tensor& owned) {
   const nn::UnitLayout& l = store_.layout(u);
   const auto n = static_cast<std::int64_t>(owned_numel(l));
-  if (n <= 0) return 0.0;
-  if (red_.count_replicated) return ops::sum_squares(owned.slice(0, 0, n));
-  // Only the split parameters' parts of the owned slice [lo, lo + n).
-  double ss = 0.0;
+  if (n <= 0) {
+    grad_sums_.skip(u);
+    return;
+  }
+  const Tensor slots = grad_sums_.take(u, owned);
+  const Tensor counted = slots.slice(0, 0, 1), checked = slots.slice(0, 1, 2);
+  if (red_.count_replicated) {
+    ops::sum_squares_add(owned.slice(0, 0, n), counted);
+    return;
+  }
+  // Only the split parameters' parts of the owned slice [lo, lo + n) count here; the replicated
+  // ones another rank counts, but the overflow check reads them here too (fp16).
   for (std::size_t i = 0; i < l.params.size(); ++i) {
-    if (!l.params[i]->placement.split()) continue;
+    const bool split = l.params[i]->placement.split();
+    if (!split && !scaler_) continue;
     const std::int64_t a = std::max(l.lo, l.offsets[i]);
     const std::int64_t b = std::min(l.lo + n, l.offsets[i] + l.params[i]->shape.numel());
-    if (a < b) ss += ops::sum_squares(owned.slice(0, a - l.lo, b - l.lo));
+    if (a < b) ops::sum_squares_add(owned.slice(0, a - l.lo, b - l.lo), split ? counted : checked);
   }
-  return ss;
 }
 
-bool Trainer::grads_overflow() const {
-  bool any = false;
-  store_.expect_grad_shards_in_order();
-  for (std::size_t u = 0; u < store_.num_units() && !any; ++u) {
-    const auto n = static_cast<std::int64_t>(owned_numel(store_.layout(u)));
-    if (n == 0) continue;
-    const nn::GradShardScope g(store_, u, false);
-    any = ops::has_inf_or_nan(g.get().slice(0, 0, n));
+void Trainer::note_final_gradient(std::size_t u, const Tensor& owned) { take_grad_sums(u, owned); }
+
+void Trainer::forget_final_gradients() { grad_sums_.forget(); }
+
+std::vector<std::array<double, 2>> Trainer::read_grad_sums() {
+  // Every unit's shares, from the notes when every unit was noted, else from a pass over the
+  // gradients in unit order (an offloaded gradient store reads ahead in that order).
+  if (!grad_sums_.complete()) {
+    store_.expect_grad_shards_in_order();
+    for (std::size_t u = 0; u < store_.num_units(); ++u) {
+      if (owned_numel(store_.layout(u)) == 0) {
+        grad_sums_.skip(u);
+        continue;
+      }
+      const nn::GradShardScope g(store_, u, false);  // offloaded gradients: read from their store
+      take_grad_sums(u, g.get());
+    }
   }
-  return red_.any(any);
+  auto sums = grad_sums_.read();
+  forget_final_gradients();
+  return sums;
 }
 
 StepResult Trainer::step() {
   if (opts_.step_in_backward) return finish_step_in_backward();
   StepResult r;
   r.loss_scale = loss_scale();
-  if (scaler_ && grads_overflow()) {
-    forget_final_gradients();
+  const auto sums = read_grad_sums();  // the step's one host read of the norm and the check
+  if (scaler_ && red_.any(std::any_of(sums.begin(), sums.end(), [](const auto& s) {
+        return !std::isfinite(s[0]) || !std::isfinite(s[1]);
+      }))) {
     r.applied = false;
     r.grad_norm = std::numeric_limits<double>::infinity();
     r.lr = current_lr();
@@ -147,18 +159,10 @@ StepResult Trainer::step() {
     store_.zero_grads();
     return r;
   }
+  // A unit another process also counts (a pipeline's tied copy) is left out of the norm.
   double ss = 0;
-  store_.expect_grad_shards_in_order();
-  const bool noted = noted_ss_.size() == store_.num_units() &&
-                     std::all_of(noted_ss_.begin(), noted_ss_.end(), [](const auto& v) { return v.has_value(); });
-  for (std::size_t u = 0; u < store_.num_units(); ++u) {
-    // Every unit is read in order (an offloaded gradient store reads ahead in that order) unless
-    // every unit's share was noted where its gradient was written; a unit another process also
-    // counts (a pipeline's tied copy) is left out of the norm.
-    const double s = noted ? *noted_ss_[u] : grad_sum_squares(u);
-    if (counted_here(u)) ss += s;
-  }
-  forget_final_gradients();
+  for (std::size_t u = 0; u < store_.num_units(); ++u)
+    if (counted_here(u)) ss += sums[u][0];
   ss = red_.sum(ss);
   const double inv_scale = 1.0 / r.loss_scale;
   r.grad_norm = std::sqrt(ss) * inv_scale;
@@ -235,10 +239,11 @@ StepResult Trainer::finish_step_in_backward() {
     update_in_backward(u, g.get());
     seen_order_.push_back(u);
   }
+  STRATA_CHECK(grad_sums_.complete(), "train", "updates in backward: a unit's norm share is missing");
+  const auto sums = read_grad_sums();
   double ss = 0;
   for (std::size_t u = 0; u < n; ++u)
-    if (counted_here(u)) ss += noted_ss_.at(u).value();
-  forget_final_gradients();
+    if (counted_here(u)) ss += sums[u][0];
   r.grad_norm = std::sqrt(red_.sum(ss));
   end_update();
   stepped_.assign(n, false);

@@ -5,6 +5,7 @@
 // unit whose gradient is final, then step()).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "framework/optim/optimizers/adamw.hpp"
 #include "framework/optim/optimizers/optimizer.hpp"
 #include "framework/precision/loss_scaler.hpp"
+#include "framework/train/grad_sums.hpp"
 #include "framework/train/shard_reductions.hpp"
 #include "framework/train/state_store.hpp"
 #include "framework/train/value_staging.hpp"
@@ -93,6 +95,9 @@ class Trainer {
   // optimizers without one), for checkpoints.
   std::vector<optim::ErrorSlot> error_slots(std::size_t u) const;
   int error_ranks() const { return red_.ranks; }
+  // Host reads of the gradient norm's and overflow check's sums so far: one per step (per device
+  // the gradients were on), however many units.
+  std::size_t grad_sum_reads() const { return grad_sums_.reads(); }
 
   // Unit u's owned gradient slice (`owned`, resident) holds this step's final value, or the last
   // accumulation so far (a later call for u replaces this one): its share of the gradient norm is
@@ -114,9 +119,10 @@ class Trainer {
   std::size_t last_updated_in_backward() const { return last_in_backward_; }
 
  private:
-  double grad_sum_squares(std::size_t unit) const;
-  double grad_sum_squares_of(std::size_t unit, const Tensor& owned) const;
-  bool grads_overflow() const;
+  // Unit u's shares of the norm and the overflow check from its owned gradient slice, queued where
+  // the slice is (GradSums); read_grad_sums reads every unit's at once (taking those not noted).
+  void take_grad_sums(std::size_t unit, const Tensor& owned);
+  std::vector<std::array<double, 2>> read_grad_sums();
   // step_unit's update of unit u for update k.
   void update_in_backward(std::size_t u, const Tensor& grad);
   StepResult finish_step_in_backward();
@@ -137,7 +143,7 @@ class Trainer {
   // offload); null otherwise.
   std::unique_ptr<ValueStaging> staging_;
   std::int64_t updates_ = 0;
-  std::vector<std::optional<double>> noted_ss_;  // per unit: note_final_gradient's share
+  GradSums grad_sums_;  // this step's shares of the gradient norm and the overflow check
   std::vector<bool> stepped_;                     // step_in_backward: updated in this step
   std::size_t stepped_count_ = 0, last_in_backward_ = 0;
   std::vector<std::size_t> step_order_, seen_order_;  // the last step's order; this step's so far
