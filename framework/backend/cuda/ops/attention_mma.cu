@@ -37,7 +37,7 @@ namespace {
 // without it ptxas aimed at 3 to 5 blocks per SM and spilled registers in some of the instances
 // (-Xptxas -v). With it, on sm_90 (nvcc 13.0): the forward 146-229 registers (head size 64:
 // 193-195, so 2 blocks of 128 threads per SM; asking for 3 spilled 12-20 bytes there), dQ 155-255,
-// dK/dV 198-255; dK/dV spills 24 bytes at head size 64 and 8-96 at 128 (their two stages of
+// dK/dV 198-255; dK/dV spills 24 bytes at head size 64 and 28-96 at 128 (their two stages of
 // query tiles in flight cost the registers their addresses take; before them, at 248, none).
 constexpr int kMmaThreads = 128;
 constexpr int kRows = 64;                       // rows of a block: 16 per warp
@@ -137,6 +137,88 @@ __device__ __forceinline__ void wait_tile(bool ahead) {
     cp_async_wait<0>();
 }
 
+// ---- the products the kernels share -------------------------------------------------------------
+// Fragments by ldmatrix from tiles of row stride D + 8. Each accumulator's mmas run in a fixed
+// order (k ascending; hi before lo), so how the products are grouped does not change a bit.
+
+// acc[j] += A B^T for the warp's rows r0 .. r0 + 15 of the row-major tile A and the N rows of the
+// n-major tile B (acc[j]: B's rows 8j .. 8j + 7), summed over D columns.
+template <int D, int N, Mma16 TY>
+__device__ __forceinline__ void mma_abt(float (&acc)[N / 8][4], const std::uint16_t* A,
+                                        const std::uint16_t* B, int r0) {
+  constexpr int SD = D + 8;
+#pragma unroll
+  for (int kc = 0; kc < D / 16; ++kc) {
+    std::uint32_t a[4];
+    ld_frag_a(a, A, SD, r0, kc * 16);
+#pragma unroll
+    for (int j = 0; j < N / 8; j += 2) {
+      std::uint32_t b0[2], b1[2];
+      ld_frag_b_nk(b0, b1, B, SD, j * 8, kc * 16);
+      mma_16816<TY>(acc[j], a, b0);
+      mma_16816<TY>(acc[j + 1], a, b1);
+    }
+  }
+}
+
+// acc[j] += X B: X the f32 accumulators x (the warp's 16 rows x K, the layout of C) times sc, split
+// into hi + lo parts of TY (P: probabilities); B the K rows of a k-major tile (D columns).
+template <int D, int K, Mma16 TY>
+__device__ __forceinline__ void mma_split_b(float (&acc)[D / 8][4], const float (&x)[K / 8][4],
+                                            float sc, const std::uint16_t* B) {
+  constexpr int SD = D + 8;
+#pragma unroll
+  for (int kc = 0; kc < K / 16; ++kc) {
+    std::uint32_t ph[4], pl[4];
+    split_a<TY>(x, kc, sc, sc, ph, pl);
+#pragma unroll
+    for (int j = 0; j < D / 8; j += 2) {
+      std::uint32_t b0[2], b1[2];
+      ld_frag_b_kn(b0, b1, B, SD, kc * 16, j * 8);
+      mma_16816<TY>(acc[j], ph, b0);
+      mma_16816<TY>(acc[j], pl, b0);
+      mma_16816<TY>(acc[j + 1], ph, b1);
+      mma_16816<TY>(acc[j + 1], pl, b1);
+    }
+  }
+}
+
+// acc[j] += dS B: dS the f32 accumulators ds (16 rows x K) split into hi + lo parts of TY; f16
+// scales each row by the power of two that brings its largest |dS| (dmax, over the row's lanes)
+// into f16's range, sums the tile's product in a fresh accumulator and multiplies it back (exact).
+template <int D, int K, Mma16 TY>
+__device__ __forceinline__ void mma_ds_b(float (&acc)[D / 8][4], const float (&ds)[K / 8][4],
+                                         const float (&dmax)[2], const std::uint16_t* B) {
+  constexpr int SD = D + 8;
+  float sc[2] = {1.0f, 1.0f}, inv[2] = {1.0f, 1.0f};
+  if constexpr (TY == Mma16::f16) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) row_scale(quad_max(dmax[i]), sc[i], inv[i]);
+  }
+  std::uint32_t dh[K / 16][4], dl[K / 16][4];
+#pragma unroll
+  for (int kc = 0; kc < K / 16; ++kc) split_a<TY>(ds, kc, sc[0], sc[1], dh[kc], dl[kc]);
+#pragma unroll
+  for (int j = 0; j < D / 8; j += 2) {
+    float t0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int kc = 0; kc < K / 16; ++kc) {
+      std::uint32_t b0[2], b1[2];
+      ld_frag_b_kn(b0, b1, B, SD, kc * 16, j * 8);
+      mma_16816<TY>(t0, dh[kc], b0);
+      mma_16816<TY>(t0, dl[kc], b0);
+      mma_16816<TY>(t1, dh[kc], b1);
+      mma_16816<TY>(t1, dl[kc], b1);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc[j][e] = fmaf(t0[e], inv[e >> 1], acc[j][e]);
+      acc[j + 1][e] = fmaf(t1[e], inv[e >> 1], acc[j + 1][e]);
+    }
+  }
+}
+
+
 // ---- forward ------------------------------------------------------------------------------------
 
 // grid (B * NH, ceil(T / 64)); block 128; dynamic shared memory fwd_mma_smem<D, BK>() bytes: Q, and
@@ -195,18 +277,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     float s[NK][4];
 #pragma unroll
     for (int j = 0; j < NK; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-      std::uint32_t a[4];
-      ld_frag_a(a, Qs, SD, r0, kc * 16);
-#pragma unroll
-      for (int j = 0; j < NK; j += 2) {
-        std::uint32_t b0[2], b1[2];
-        ld_frag_b_nk(b0, b1, Ks, SD, j * 8, kc * 16);
-        mma_16816<TY>(s[j], a, b0);
-        mma_16816<TY>(s[j + 1], a, b1);
-      }
-    }
+    mma_abt<D, BK, TY>(s, Qs, Ks, r0);
 
     // Online softmax of the lane's two rows (each row's four lanes combine by shuffles).
 #pragma unroll
@@ -246,20 +317,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     }
 
     // O += P V, P split into hi + lo (times 2^14 for f16); V's rows are the product's k.
-#pragma unroll
-    for (int kc = 0; kc < BK / 16; ++kc) {
-      std::uint32_t ph[4], pl[4];
-      split_a<TY>(s, kc, p_scale<TY>(), p_scale<TY>(), ph, pl);
-#pragma unroll
-      for (int j = 0; j < ND; j += 2) {
-        std::uint32_t b0[2], b1[2];
-        ld_frag_b_kn(b0, b1, Vs, SD, kc * 16, j * 8);
-        mma_16816<TY>(o[j], ph, b0);
-        mma_16816<TY>(o[j], pl, b0);
-        mma_16816<TY>(o[j + 1], ph, b1);
-        mma_16816<TY>(o[j + 1], pl, b1);
-      }
-    }
+    mma_split_b<D, BK, TY>(o, s, p_scale<TY>(), Vs);
     __syncthreads();  // this stage's reads are done before the next iteration refills it
   }
 
@@ -369,22 +427,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     for (int j = 0; j < NQ; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-      std::uint32_t ak[4], av[4];
-      ld_frag_a(ak, Ks, SD, r0, kc * 16);
-      ld_frag_a(av, Vs, SD, r0, kc * 16);
-#pragma unroll
-      for (int j = 0; j < NQ; j += 2) {
-        std::uint32_t b0[2], b1[2];
-        ld_frag_b_nk(b0, b1, Qs, SD, j * 8, kc * 16);
-        mma_16816<TY>(s[j], ak, b0);
-        mma_16816<TY>(s[j + 1], ak, b1);
-        ld_frag_b_nk(b0, b1, dOs, SD, j * 8, kc * 16);
-        mma_16816<TY>(dp[j], av, b0);
-        mma_16816<TY>(dp[j + 1], av, b1);
-      }
-    }
+    mma_abt<D, BQ, TY>(s, Ks, Qs, r0);
+    mma_abt<D, BQ, TY>(dp, Vs, dOs, r0);
     // P = exp(scale s - lse) and dS = P (dP - D) where key <= query < T, else 0.
     float dmax[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -403,48 +447,10 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
         }
 
     // dV += P^T dO (P split, times 2^14 for f16).
-#pragma unroll
-    for (int kc = 0; kc < BQ / 16; ++kc) {
-      std::uint32_t ph[4], pl[4];
-      split_a<TY>(s, kc, p_scale<TY>(), p_scale<TY>(), ph, pl);
-#pragma unroll
-      for (int j = 0; j < ND; j += 2) {
-        std::uint32_t b0[2], b1[2];
-        ld_frag_b_kn(b0, b1, dOs, SD, kc * 16, j * 8);
-        mma_16816<TY>(dv[j], ph, b0);
-        mma_16816<TY>(dv[j], pl, b0);
-        mma_16816<TY>(dv[j + 1], ph, b1);
-        mma_16816<TY>(dv[j + 1], pl, b1);
-      }
-    }
+    mma_split_b<D, BQ, TY>(dv, s, p_scale<TY>(), dOs);
 
     // dK += dS^T Q: dS split (f16: each key row scaled by a power of two, undone per tile).
-    float sc[2] = {1.0f, 1.0f}, inv[2] = {1.0f, 1.0f};
-    if constexpr (TY == Mma16::f16) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) row_scale(quad_max(dmax[i]), sc[i], inv[i]);
-    }
-    std::uint32_t dh[BQ / 16][4], dl[BQ / 16][4];
-#pragma unroll
-    for (int kc = 0; kc < BQ / 16; ++kc) split_a<TY>(dp, kc, sc[0], sc[1], dh[kc], dl[kc]);
-#pragma unroll
-    for (int j = 0; j < ND; j += 2) {
-      float t0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int kc = 0; kc < BQ / 16; ++kc) {
-        std::uint32_t b0[2], b1[2];
-        ld_frag_b_kn(b0, b1, Qs, SD, kc * 16, j * 8);
-        mma_16816<TY>(t0, dh[kc], b0);
-        mma_16816<TY>(t0, dl[kc], b0);
-        mma_16816<TY>(t1, dh[kc], b1);
-        mma_16816<TY>(t1, dl[kc], b1);
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        dk[j][e] = fmaf(t0[e], inv[e >> 1], dk[j][e]);
-        dk[j + 1][e] = fmaf(t1[e], inv[e >> 1], dk[j + 1][e]);
-      }
-    }
+    mma_ds_b<D, BQ, TY>(dk, dp, dmax, Qs);
     __syncthreads();  // this stage's reads are done before the next iteration refills it
   }
 
@@ -545,22 +551,8 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     for (int j = 0; j < NK; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-      std::uint32_t aq[4], ag[4];
-      ld_frag_a(aq, Qs, SD, r0, kc * 16);
-      ld_frag_a(ag, dOs, SD, r0, kc * 16);
-#pragma unroll
-      for (int j = 0; j < NK; j += 2) {
-        std::uint32_t b0[2], b1[2];
-        ld_frag_b_nk(b0, b1, Ks, SD, j * 8, kc * 16);
-        mma_16816<TY>(s[j], aq, b0);
-        mma_16816<TY>(s[j + 1], aq, b1);
-        ld_frag_b_nk(b0, b1, Vs, SD, j * 8, kc * 16);
-        mma_16816<TY>(dp[j], ag, b0);
-        mma_16816<TY>(dp[j + 1], ag, b1);
-      }
-    }
+    mma_abt<D, BK, TY>(s, Qs, Ks, r0);
+    mma_abt<D, BK, TY>(dp, dOs, Vs, r0);
     // dS = P (dP - D), P = exp(scale s - lse), where key <= query < T, else 0.
     float dmax[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -578,32 +570,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
         }
 
     // dQ += dS K (times scale at the end); f16: rows scaled as in the dK/dV kernel.
-    float sc[2] = {1.0f, 1.0f}, inv[2] = {1.0f, 1.0f};
-    if constexpr (TY == Mma16::f16) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) row_scale(quad_max(dmax[i]), sc[i], inv[i]);
-    }
-    std::uint32_t dh[BK / 16][4], dl[BK / 16][4];
-#pragma unroll
-    for (int kc = 0; kc < BK / 16; ++kc) split_a<TY>(dp, kc, sc[0], sc[1], dh[kc], dl[kc]);
-#pragma unroll
-    for (int j = 0; j < ND; j += 2) {
-      float t0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int kc = 0; kc < BK / 16; ++kc) {
-        std::uint32_t b0[2], b1[2];
-        ld_frag_b_kn(b0, b1, Ks, SD, kc * 16, j * 8);
-        mma_16816<TY>(t0, dh[kc], b0);
-        mma_16816<TY>(t0, dl[kc], b0);
-        mma_16816<TY>(t1, dh[kc], b1);
-        mma_16816<TY>(t1, dl[kc], b1);
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        acc[j][e] = fmaf(t0[e], inv[e >> 1], acc[j][e]);
-        acc[j + 1][e] = fmaf(t1[e], inv[e >> 1], acc[j + 1][e]);
-      }
-    }
+    mma_ds_b<D, BK, TY>(acc, dp, dmax, Ks);
     __syncthreads();  // this stage's reads are done before it is refilled
     if (STAGES == 1 && kt + 1 < ntiles) {
       load_rows<BK, D>(KV, qkv, qbase + C, ld, k0 + BK, T, hs, mode);
