@@ -128,6 +128,15 @@ __device__ __forceinline__ void load_rows(std::uint16_t* dst, const std::uint16_
   }
 }
 
+// Key tile [k0, k0 + BK) of one head into a stage: its K rows, then its V rows (row stride D + 8).
+template <int BK, int D>
+__device__ __forceinline__ void load_kv(std::uint16_t* stage, const std::uint16_t* qkv,
+                                        std::int64_t qbase, int C, int k0, int T, int hs,
+                                        int mode) {
+  load_rows<BK, D>(stage, qkv, qbase + C, 3LL * C, k0, T, hs, mode);
+  load_rows<BK, D>(stage + BK * (D + 8), qkv, qbase + 2LL * C, 3LL * C, k0, T, hs, mode);
+}
+
 // Waits for this thread's copies of the tile about to be computed: with a next tile's copies
 // just queued behind them (ahead), one group may stay in flight.
 __device__ __forceinline__ void wait_tile(bool ahead) {
@@ -251,8 +260,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   const int kend = min(q0 + kRows, T);
   const int ntiles = (kend + BK - 1) / BK;
   load_rows<kRows, D>(Qs, qkv, qbase, ld, q0, T, hs, mode);
-  load_rows<BK, D>(KV, qkv, qbase + C, ld, 0, T, hs, mode);
-  load_rows<BK, D>(KV + BK * SD, qkv, qbase + 2LL * C, ld, 0, T, hs, mode);
+  load_kv<BK, D>(KV, qkv, qbase, C, 0, T, hs, mode);
   cp_async_commit();
 
   float o[ND][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
@@ -263,9 +271,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     const int k0 = kt * BK;
     const bool ahead = kt + 1 < ntiles;
     if (ahead) {  // into the other stage, last read in iteration kt - 1 (before its barrier)
-      std::uint16_t* nx = KV + ((kt + 1) & 1) * 2 * BK * SD;
-      load_rows<BK, D>(nx, qkv, qbase + C, ld, k0 + BK, T, hs, mode);
-      load_rows<BK, D>(nx + BK * SD, qkv, qbase + 2LL * C, ld, k0 + BK, T, hs, mode);
+      load_kv<BK, D>(KV + ((kt + 1) & 1) * 2 * BK * SD, qkv, qbase, C, k0 + BK, T, hs, mode);
       cp_async_commit();
     }
     wait_tile(ahead);
@@ -397,8 +403,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   };
 
   const int qt0 = k0 / BQ, nqt = (T + BQ - 1) / BQ;  // the query tiles that see some key here
-  load_rows<kRows, D>(Ks, qkv, qbase + C, ld, k0, T, hs, mode);
-  load_rows<kRows, D>(Vs, qkv, qbase + 2LL * C, ld, k0, T, hs, mode);
+  load_kv<kRows, D>(Ks, qkv, qbase, C, k0, T, hs, mode);  // Vs follows Ks
   load_q(qt0, 0);
   cp_async_commit();
 
@@ -518,8 +523,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   const int ntiles = (kend + BK - 1) / BK;
   load_rows<kRows, D>(Qs, qkv, qbase, ld, q0, T, hs, mode);
   load_rows<kRows, D>(dOs, dout, gbase, C, q0, T, hs, mode);
-  load_rows<BK, D>(KV, qkv, qbase + C, ld, 0, T, hs, mode);
-  load_rows<BK, D>(KV + BK * SD, qkv, qbase + 2LL * C, ld, 0, T, hs, mode);
+  load_kv<BK, D>(KV, qkv, qbase, C, 0, T, hs, mode);
   cp_async_commit();
   float lr[2], Dr[2];
 #pragma unroll
@@ -536,9 +540,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     const int k0 = kt * BK;
     const bool ahead = STAGES == 2 && kt + 1 < ntiles;
     if (ahead) {  // into the other stage, last read in iteration kt - 1 (before its barrier)
-      std::uint16_t* nx = KV + ((kt + 1) & 1) * 2 * BK * SD;
-      load_rows<BK, D>(nx, qkv, qbase + C, ld, k0 + BK, T, hs, mode);
-      load_rows<BK, D>(nx + BK * SD, qkv, qbase + 2LL * C, ld, k0 + BK, T, hs, mode);
+      load_kv<BK, D>(KV + ((kt + 1) & 1) * 2 * BK * SD, qkv, qbase, C, k0 + BK, T, hs, mode);
       cp_async_commit();
     }
     wait_tile(ahead);
@@ -573,8 +575,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     mma_ds_b<D, BK, TY>(acc, dp, dmax, Ks);
     __syncthreads();  // this stage's reads are done before it is refilled
     if (STAGES == 1 && kt + 1 < ntiles) {
-      load_rows<BK, D>(KV, qkv, qbase + C, ld, k0 + BK, T, hs, mode);
-      load_rows<BK, D>(KV + BK * SD, qkv, qbase + 2LL * C, ld, k0 + BK, T, hs, mode);
+      load_kv<BK, D>(KV, qkv, qbase, C, k0 + BK, T, hs, mode);
       cp_async_commit();
     }
   }
