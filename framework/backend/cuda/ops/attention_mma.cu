@@ -37,8 +37,8 @@ namespace {
 // without it ptxas aimed at 3 to 5 blocks per SM and spilled registers in some of the instances
 // (-Xptxas -v). With it, on sm_90 (nvcc 13.0): the forward 146-229 registers (head size 64:
 // 193-195, so 2 blocks of 128 threads per SM; asking for 3 spilled 12-20 bytes there), dQ 155-255,
-// dK/dV 198-255; dK/dV spills 24 bytes at head size 64 and 28-96 at 128 (their two stages of
-// query tiles in flight cost the registers their addresses take; before them, at 248, none).
+// dK/dV 198-255; dK/dV spills 24 bytes at head size 64 and 28-96 at 128 (the first version, with
+// plain shared loads and one stage, used 248 there and spilled nothing).
 constexpr int kMmaThreads = 128;
 constexpr int kRows = 64;                       // rows of a block: 16 per warp
 constexpr std::size_t kMmaSmemCap = 99 * 1024;  // the smallest opt-in limit of cc >= 8.0 (8.6, 8.9)
