@@ -26,7 +26,6 @@ class GradSums {
   Tensor take(std::size_t u, const Tensor& like);
   // Unit u has nothing here (no owned elements): its sums are zeros, and no buffer is touched.
   void skip(std::size_t u) { where_.at(u) = kNone; }
-  bool has(std::size_t u) const { return where_.at(u) != kUnset; }
   bool complete() const;  // every unit taken since the last forget()
   void forget();
 
