@@ -220,11 +220,14 @@ Tensor Gpt::head_backward(Context& ctx, const Tensor& dlogits, const Tensor& xf)
   return dx;
 }
 
-double Gpt::head_loss(Context& ctx, const Tensor& logits, const Tensor& targets,
+Tensor Gpt::head_loss(Context& ctx, const Tensor& logits, const Tensor& targets,
                       const Tensor& lse) {
-  return tp_.size == 1
-             ? ops::cross_entropy_forward(logits, targets, lse)
-             : vocab_parallel_cross_entropy(ctx, tp_.size, logits, targets, vocab_start_, lse);
+  Tensor sum = ctx.scratch(Shape{1}, DType::f64);
+  if (tp_.size == 1)
+    ops::cross_entropy_forward(logits, targets, lse, sum);
+  else
+    vocab_parallel_cross_entropy(ctx, tp_.size, logits, targets, vocab_start_, lse, sum);
+  return sum;
 }
 
 void Gpt::head_loss_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
@@ -244,39 +247,52 @@ void Gpt::embed_backward(Context& ctx, const Tensor& tokens, const Tensor& dx_pa
                           tp_.size == 1 ? -1 : vocab_start_);
 }
 
-double Gpt::forward(Context& ctx, const Batch& batch) {
+std::int64_t Gpt::count_targets(const Tensor& targets) const {
+  std::int64_t valid = 0;
+  const std::int32_t* t = targets.data<std::int32_t>();  // the batch is in host memory
+  for (std::int64_t i = 0; i < targets.numel(); ++i) {
+    // Checked here, where the host has them: a GPU's cross-entropy could only make its sum NaN.
+    STRATA_CHECK(t[i] < cfg_.vocab_size, "nn",
+                 "target {} at position {} is outside the vocabulary [0, {})", t[i], i,
+                 cfg_.vocab_size);
+    valid += t[i] >= 0;
+  }
+  return valid;
+}
+
+double Gpt::forward(Context& ctx, const Batch& batch) { return forward_loss(ctx, batch).value(); }
+
+Loss Gpt::forward_loss(Context& ctx, const Batch& batch) {
   return forward(ctx, batch["tokens"], batch["targets"]);
 }
 
 double Gpt::forward(Context& ctx, const std::int32_t* tokens, const std::int32_t* targets, int B,
                     int T) {
-  return forward(ctx, wrap_i32(tokens, B, T), wrap_i32(targets, B, T));
+  return forward(ctx, wrap_i32(tokens, B, T), wrap_i32(targets, B, T)).value();
 }
 
-double Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
+Loss Gpt::forward(Context& ctx, const Tensor& tokens, const Tensor& targets) {
   STRATA_CHECK(targets.shape() == tokens.shape() && targets.dtype() == DType::i32, "nn",
                "GPT targets {} {} do not match tokens {}", dtype_name(targets.dtype()),
                targets.shape().str(), tokens.shape().str());
   check_tokens(tokens);
   const std::int64_t N = tokens.numel();
   const Tensor tgt = targets.view(Shape{N});
-  std::int64_t valid = 0;
-  const std::int32_t* t = tgt.data<std::int32_t>();  // the batch is in host memory
-  for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
+  const std::int64_t valid = count_targets(tgt);
   const Tensor dtok = on_compute_device(ctx, tokens), dtgt = on_compute_device(ctx, tgt);
   Tensor xf = trunk(ctx, dtok);
   ctx.before_forward(0);  // the head uses the tied token embedding
   Tensor logits = head_forward(ctx, xf);  // this part's vocabulary slice
   ctx.after_forward(0);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum = head_loss(ctx, logits, dtgt, lse);
+  Tensor sum = head_loss(ctx, logits, dtgt, lse);
   // Kept for backward: the tokens and targets (the batch buffers are refilled for the next
   // micro-batch: a GPU's copies are already the model's own), the head's input, the logits
   // (backward turns them into their gradient in place) and their log-sum-exps.
   save(ctx,
        {kept_for_backward(ctx, dtok, tokens), kept_for_backward(ctx, dtgt, tgt), xf, logits, lse},
        {valid});
-  return valid > 0 ? sum / static_cast<double>(valid) : 0.0;
+  return Loss(std::move(sum), static_cast<double>(valid));
 }
 
 void Gpt::backward(Context& ctx, float scale) {

@@ -94,6 +94,8 @@ class Gpt : public Model {
   // Mean loss over the valid targets of batch["tokens"], batch["targets"] (i32 [B, T], T <=
   // block_size); with ctx.grad_enabled, saves what backward needs.
   double forward(Context& ctx, const Batch& batch) override;
+  // The same, the loss's sum where the logits are (on a GPU: not read yet).
+  Loss forward_loss(Context& ctx, const Batch& batch) override;
   // The same on host arrays tokens/targets [B, T].
   double forward(Context& ctx, const std::int32_t* tokens, const std::int32_t* targets, int B, int T);
   // Backward from the last forward: d(mean loss) scaled by `scale` (e.g. loss scale / accumulation
@@ -105,9 +107,12 @@ class Gpt : public Model {
 
  private:
   friend class GptStage;  // a pipeline stage runs a part of this model's layers
-  double forward(Context& ctx, const Tensor& tokens, const Tensor& targets);
+  Loss forward(Context& ctx, const Tensor& tokens, const Tensor& targets);
   // Host tokens i32 [B, T] with 1 <= T <= block_size, every one in the vocabulary.
   void check_tokens(const Tensor& tokens) const;
+  // Host targets i32 [N]: every one below the vocabulary's size (negative: ignored); returns the
+  // count of the others, the loss's divisor.
+  std::int64_t count_targets(const Tensor& targets) const;
   // Tokens checked and on the compute device → ln_f output [N, C].
   Tensor trunk(Context& ctx, const Tensor& tokens);
   // The pieces a tensor-parallel part runs differently, shared with GptStage: the token and
@@ -116,12 +121,12 @@ class Gpt : public Model {
   // tied head's logits [N, V or V/tp] of the ln_f output (this part's tokens with sequence
   // parallelism: gathered first) and its backward from the logits' gradient into the ln_f
   // output's (accumulating wte's gradient); the cross-entropy's sum over tokens of its logits
-  // (lse [N] kept for backward) and its backward into the logits, in place; the embedding's
-  // backward.
+  // (f64 [1] where the logits are; lse [N] kept for backward) and its backward into the logits,
+  // in place; the embedding's backward.
   Tensor embed(Context& ctx, const Tensor& tokens);
   Tensor head_forward(Context& ctx, const Tensor& xf);
   Tensor head_backward(Context& ctx, const Tensor& dlogits, const Tensor& xf);
-  double head_loss(Context& ctx, const Tensor& logits, const Tensor& targets, const Tensor& lse);
+  Tensor head_loss(Context& ctx, const Tensor& logits, const Tensor& targets, const Tensor& lse);
   void head_loss_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                           float scale);
   void embed_backward(Context& ctx, const Tensor& tokens, const Tensor& dx);

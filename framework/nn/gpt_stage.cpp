@@ -159,14 +159,13 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
   ctx.after_forward(ln_f_unit_);
   x = {};
   const Tensor tgt = targets.view(Shape{N});
+  valid = gpt_.count_targets(tgt);
   const Tensor dtgt = on_compute_device(ctx, tgt);
   ctx.before_forward(head_unit_);
   Tensor logits = gpt_.head_forward(ctx, xf);  // this part's vocabulary
   ctx.after_forward(head_unit_);
   Tensor lse = ctx.act(Shape{N}, DType::f32);
-  const double sum = gpt_.head_loss(ctx, logits, dtgt, lse);
-  const std::int32_t* t = tgt.data<std::int32_t>();  // the batch is in host memory
-  for (std::int64_t i = 0; i < N; ++i) valid += t[i] >= 0;
+  Tensor sum = gpt_.head_loss(ctx, logits, dtgt, lse);
   if (ctx.grad_enabled) {
     keep[1] = kept_for_backward(ctx, dtgt, tgt);
     keep[2] = std::move(xf);
@@ -174,7 +173,7 @@ StageOutput GptStage::forward(Context& ctx, const Batch& batch, const Tensor& in
     keep[4] = std::move(lse);
     ctx.saved->put(this, {std::move(keep), {valid}});
   }
-  out.loss = valid > 0 ? sum / static_cast<double>(valid) : 0.0;
+  out.loss = Loss(std::move(sum), static_cast<double>(valid));
   return out;
 }
 

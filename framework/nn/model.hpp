@@ -10,6 +10,7 @@
 
 #include "framework/core/error.hpp"
 #include "framework/nn/batch.hpp"
+#include "framework/nn/loss.hpp"
 #include "framework/nn/model_stage.hpp"
 #include "framework/nn/module.hpp"
 #include "framework/nn/recompute.hpp"
@@ -41,6 +42,10 @@ class Model : public Module {
   // weighted across micro-batches by the engine). Saves what backward needs when
   // ctx.grad_enabled.
   virtual double forward(Context& ctx, const Batch& batch) = 0;
+  // The same forward, its loss as an nn::Loss (loss.hpp): a model computing on a GPU gives the
+  // loss's sum where it is, so that the engine reads a step's losses once, not once per
+  // micro-batch. The default gives forward's value.
+  virtual Loss forward_loss(Context& ctx, const Batch& batch) { return forward(ctx, batch); }
   // Backward of the last forward: d(loss) * scale propagated, parameter gradients accumulated.
   virtual void backward(Context& ctx, float scale) = 0;
   // Activation recomputation where the model supports it (recompute instead of saving;

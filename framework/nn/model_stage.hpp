@@ -9,6 +9,7 @@
 
 #include "framework/nn/batch.hpp"
 #include "framework/nn/context.hpp"
+#include "framework/nn/loss.hpp"
 #include "framework/nn/parameter.hpp"
 
 namespace strata::nn {
@@ -25,10 +26,10 @@ struct TiedUnit {
 };
 
 // What forward of one micro-batch on a stage gives: the activation for the next stage, or on the
-// last stage the mean loss over what the model counts.
+// last stage the mean loss over what the model counts (its sum possibly still on the GPU).
 struct StageOutput {
   Tensor activation;
-  double loss = 0;
+  Loss loss;
 };
 
 class ModelStage {

@@ -4,9 +4,9 @@
 
 namespace strata::nn {
 
-double vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tensor& logits,
-                                    const Tensor& targets, std::int64_t vocab_start,
-                                    const Tensor& lse) {
+void vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tensor& logits,
+                                  const Tensor& targets, std::int64_t vocab_start,
+                                  const Tensor& lse, const Tensor& sum) {
   TpComm& comm = tp_comm(ctx, tp_size, "the vocabulary-parallel cross-entropy");
   const std::int64_t N = logits.dim(0);
   Tensor max = ctx.scratch(Shape{N});
@@ -19,8 +19,8 @@ double vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tenso
   ops::row_sum_exp(logits, max, sum_exp);
   ops::target_logit(logits, targets, vocab_start, target);
   comm.all_reduce_sum(sums);
-  // lse and the loss from the reduced pieces (on a GPU a kernel, its sum read back).
-  return ops::combine_cross_entropy(max, sum_exp, target, targets, lse);
+  // lse and the loss's sum from the reduced pieces (on a GPU a kernel; the sum stays there).
+  ops::combine_cross_entropy(max, sum_exp, target, targets, lse, sum);
 }
 
 }  // namespace strata::nn

@@ -10,10 +10,10 @@
 namespace strata::nn {
 
 // logits [N, V/tp] of the vocabulary slice starting at vocab_start; targets i32 [N] (< 0:
-// ignored). Writes lse [N] f32 (the whole row's log-sum-exp, equal on every rank) and returns the
-// sum of the valid rows' losses (equal on every rank).
-double vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tensor& logits,
-                                    const Tensor& targets, std::int64_t vocab_start,
-                                    const Tensor& lse);
+// ignored). Writes lse [N] f32 (the whole row's log-sum-exp, equal on every rank) and the sum of
+// the valid rows' losses (equal on every rank) into sum (f64 [1] on the logits' device, not read).
+void vocab_parallel_cross_entropy(const Context& ctx, int tp_size, const Tensor& logits,
+                                  const Tensor& targets, std::int64_t vocab_start,
+                                  const Tensor& lse, const Tensor& sum);
 
 }  // namespace strata::nn

@@ -157,6 +157,7 @@ EngineStep DataParallelEngine::run_step(const NextBatch& fill, bool& recoverable
   };
   double sum = 0;
   ctx_.saved->clear();  // nothing left from a step that failed half-way
+  losses_.forget();
   hooks_.set_reduce_gradients(!trainer_.local_gradients_next());  // 1-bit Adam's compressed phase
   if (pipe_) {  // out-of-memory recovery is refused with a pipeline (Training checks)
     const float scale = trainer_.loss_scale() / static_cast<float>(opts_.accumulation);
@@ -179,7 +180,7 @@ EngineStep DataParallelEngine::run_step(const NextBatch& fill, bool& recoverable
       for (int p = 0; p < pieces; ++p) {
         hooks_.set_sync(d * pieces + p == n - 1);
         const nn::Batch& b = pieces == 1 ? batch_ : parts_[static_cast<std::size_t>(p)];
-        phase(t.forward, [&] { sum += model_.forward(ctx_, b); });
+        phase(t.forward, [&] { losses_.add(model_.forward_loss(ctx_, b)); });
         phase(t.backward, [&] {
           model_.backward(ctx_, trainer_.loss_scale() / static_cast<float>(n));
           hooks_.end_backward();
@@ -189,6 +190,9 @@ EngineStep DataParallelEngine::run_step(const NextBatch& fill, bool& recoverable
     recoverable = false;
     if (opts_.recover_oom) agree_out_of_memory(false, nullptr);
     phase(t.backward, [&] { hooks_.finish_gradients(); });
+    // The losses' one host read, just before the step's read of its gradient sums: on a GPU
+    // both find backward's work done, and nothing new is queued between them.
+    phase(t.backward, [&] { sum = losses_.total(); });
     phase(t.optimizer, [&] { out.result = trainer_.step(); });
     phase(t.optimizer, [&] { hooks_.after_step(); });
     out.local_loss = sum / n;

@@ -98,6 +98,9 @@ class DataParallelEngine {
   double max_over_ranks(double v) const;
   // The pipeline this rank runs a stage of (null without one).
   const PipelineExecutor* pipeline() const { return pipe_.get(); }
+  // Host reads of the micro-batches' losses so far: one per step (none on a pipeline's stages
+  // but the last), however many micro-batches.
+  std::size_t loss_reads() const { return pipe_ ? pipe_->loss_reads() : losses_.reads(); }
 
  private:
   double io_wait_seconds() const;
@@ -117,6 +120,7 @@ class DataParallelEngine {
   nn::Batch batch_;             // the data's micro-batch (options().micro_batch samples)
   std::vector<nn::Batch> parts_;  // its pieces of micro_ samples when micro_ is smaller
   int micro_;
+  nn::LossSums losses_;  // this step's micro-batch losses (without a pipeline)
   Group oom_;  // recover_oom: a group of dp's ranks for the agreement, apart from training's
 };
 

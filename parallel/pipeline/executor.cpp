@@ -144,7 +144,7 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
   std::vector<Work> sends;
   int in_flight = 0;
   peak_in_flight_ = 0;
-  double loss_sum = 0;
+  losses_.forget();
   try {
     for (std::size_t k = 0; k < actions_.size(); ++k) {
       const pipeline::Action& a = actions_[k];
@@ -180,7 +180,7 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
         compute(false, [&] { out = stage.forward_chunk(ctx, *in, input, a.chunk); });
         input = {};
         if (chunks > 1 && a.chunk == chunks - 1) kept[static_cast<std::size_t>(a.micro)] = {};
-        if (stage.chunk_is_last(a.chunk)) loss_sum += out.loss;
+        if (stage.chunk_is_last(a.chunk)) losses_.add(out.loss);  // read once, at the end
         if (a.send)
           sends.push_back(pp.send(out.activation, after, activation_tag(a.micro, virt(a.chunk), V)));
       } else {
@@ -208,7 +208,7 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
     throw;
   }
   ctx.saved = outside;
-  return loss_sum;
+  return losses_.total();
 }
 
 void PipelineExecutor::reduce_tied_grads() {
@@ -250,7 +250,7 @@ double PipelineExecutor::eval_loss(const nn::Batch& batch, nn::Context ctx) {
     }
     const nn::StageOutput out = stage.forward_chunk(ctx, batch, input, c);
     if (!stage.chunk_is_last(c)) wait(pp.send(out.activation, (me + 1) % P, kEvalTag));
-    if (stage.chunk_is_last(c)) loss = out.loss;
+    if (stage.chunk_is_last(c)) loss = out.loss.value();
   }
   return from_last_stage(loss);
 }

@@ -65,7 +65,8 @@ class PipelineExecutor {
 
   // The step's passes: `next` fills `batch` before each forward (on every stage, so the data
   // position stays the same everywhere); backward starts from d(loss) * scale on the last stage.
-  // Returns the sum of the micro-batches' losses on the last stage, 0 on the others.
+  // Returns the sum of the micro-batches' losses on the last stage (read on the host once, at
+  // the end), 0 on the others.
   double run(const NextBatch& next, nn::Batch& batch, nn::Context& ctx, float scale,
              const Compute& compute);
   // After the data-parallel gradient reduction: sums the tied units' gradients over the tied
@@ -80,6 +81,8 @@ class PipelineExecutor {
   double wait_seconds() const { return wait_s_; }
   // The most micro-batches in flight (SavedStates held) during the last step.
   int peak_in_flight() const { return peak_in_flight_; }
+  // Host reads of the last stage's losses so far (one per step).
+  std::size_t loss_reads() const { return losses_.reads(); }
 
  private:
   void wait(const Work& w);
@@ -93,6 +96,7 @@ class PipelineExecutor {
   std::vector<pipeline::Action> actions_;
   double wait_s_ = 0;
   int peak_in_flight_ = 0;
+  nn::LossSums losses_;  // this step's losses, on the last stage
 };
 
 }  // namespace strata::parallel

@@ -217,9 +217,9 @@ EMU_TEST("meta_cuda", layers_charge_what_the_cuda_ops_allocate) {
     for (const int N : {24, 0}) {
       const Spec tg{Shape{N}, DType::i32, 37};
       const std::string kn = k + fmt(" N %d", N);
-      expect_same("cross_entropy_forward" + kn, {f({N, 37}, d), tg, f({N})},
+      expect_same("cross_entropy_forward" + kn, {f({N, 37}, d), tg, f({N}), Spec{Shape{1}, DType::f64}},
                   [](const ops::OpTable& t, std::vector<Tensor>& v) {
-                    t.cross_entropy_forward(v[0], v[1], v[2]);
+                    t.cross_entropy_forward(v[0], v[1], v[2], v[3]);
                   });
       expect_same("cross_entropy_backward" + kn, {f({N, 37}, d), f({N}), tg, f({N, 37}, d)},
                   [](const ops::OpTable& t, std::vector<Tensor>& v) {
@@ -233,9 +233,9 @@ EMU_TEST("meta_cuda", layers_charge_what_the_cuda_ops_allocate) {
                     t.target_logit(v[0], v[3], 0, v[4]);
                     t.cross_entropy_backward_slice(v[0], v[2], v[3], 0, 0.5f, v[5]);
                   });
-      expect_same("combine_cross_entropy" + kn, {f({N}), f({N}), f({N}), tg, f({N})},
+      expect_same("combine_cross_entropy" + kn, {f({N}), f({N}), f({N}), tg, f({N}), Spec{Shape{1}, DType::f64}},
                   [](const ops::OpTable& t, std::vector<Tensor>& v) {
-                    t.combine_cross_entropy(v[0], v[1], v[2], v[3], v[4]);
+                    t.combine_cross_entropy(v[0], v[1], v[2], v[3], v[4], v[5]);
                   });
     }
   }

@@ -21,7 +21,7 @@ def test_plan_is_strata_plans() -> None:
     want = json.loads(cli.stdout)
     assert p.peak == want["peak"] and p.by_category == want["by_category"]
     assert p.fits is False and want["fits"] is False
-    assert p.peak["device"] == 82046048
+    assert p.peak["device"] == 82046112
     assert "does NOT fit the caps" in str(p)
 
 

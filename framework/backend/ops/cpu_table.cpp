@@ -233,9 +233,10 @@ void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& 
   p32.commit();
 }
 
-double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse) {
-  return cpu::cross_entropy_forward(buf(logits), i32(targets), f32(lse), dim(logits, 0),
-                                    dim(logits, 1));
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                           const Tensor& sum) {
+  sum.data<double>()[0] = cpu::cross_entropy_forward(buf(logits), i32(targets), f32(lse),
+                                                     dim(logits, 0), dim(logits, 1));
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
@@ -263,10 +264,10 @@ void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const
                                     out(dlogits), dim(logits, 0), dim(logits, 1));
 }
 
-double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
-                             const Tensor& targets, const Tensor& lse) {
-  return cpu::combine_cross_entropy(f32(max), f32(sum_exp), f32(target), i32(targets), f32(lse),
-                                    max.numel());
+void combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                           const Tensor& targets, const Tensor& lse, const Tensor& sum) {
+  sum.data<double>()[0] = cpu::combine_cross_entropy(f32(max), f32(sum_exp), f32(target),
+                                                     i32(targets), f32(lse), max.numel());
 }
 
 void add(const Tensor& a, const Tensor& b, const Tensor& o) {

@@ -45,8 +45,8 @@ struct OpTable {
                             const Tensor& out, std::int64_t vocab_start) = nullptr;
   void (*embedding_backward)(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
                              const Tensor& dwpe, std::int64_t vocab_start) = nullptr;
-  double (*cross_entropy_forward)(const Tensor& logits, const Tensor& targets,
-                                  const Tensor& lse) = nullptr;
+  void (*cross_entropy_forward)(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                const Tensor& sum) = nullptr;
   void (*cross_entropy_backward)(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                                  const Tensor& dlogits, float scale) = nullptr;
   void (*row_max)(const Tensor& logits, const Tensor& out) = nullptr;
@@ -56,8 +56,9 @@ struct OpTable {
   void (*cross_entropy_backward_slice)(const Tensor& logits, const Tensor& lse,
                                        const Tensor& targets, std::int64_t vocab_start,
                                        float scale, const Tensor& dlogits) = nullptr;
-  double (*combine_cross_entropy)(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
-                                  const Tensor& targets, const Tensor& lse) = nullptr;
+  void (*combine_cross_entropy)(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                                const Tensor& targets, const Tensor& lse,
+                                const Tensor& sum) = nullptr;
   void (*add)(const Tensor& a, const Tensor& b, const Tensor& out) = nullptr;
   void (*add_inplace)(const Tensor& a, const Tensor& b) = nullptr;
   void (*scale_inplace)(const Tensor& a, float s) = nullptr;

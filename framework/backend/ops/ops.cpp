@@ -2,6 +2,7 @@
 #include "framework/backend/ops/ops.hpp"
 
 #include <array>
+#include <cmath>
 #include <initializer_list>
 
 #include "framework/backend/ops/op_table.hpp"
@@ -37,6 +38,12 @@ void check_f32(const char* op, const char* name, const Tensor& t) {
                "{}: {} must be a contiguous f32 tensor{}", op, name,
                t.defined() ? fmt::format(" (it is {} {})", dtype_name(t.dtype()), t.shape().str())
                            : " (it is undefined)");
+}
+
+void check_f64(const char* op, const char* name, const Tensor& t, std::int64_t n) {
+  STRATA_CHECK(t.defined() && t.dtype() == DType::f64 && t.is_contiguous(), "ops",
+               "{}: {} must be a contiguous f64 tensor", op, name);
+  check_numel(op, name, t, n);
 }
 
 void check_i32(const char* op, const char* name, const Tensor& t) {
@@ -264,14 +271,50 @@ void check_logits(const char* op, const Tensor& logits, const Tensor& targets) {
   check_i32(op, "targets", targets);
   check_numel(op, "targets", targets, logits.dim(0));
 }
-}  // namespace
 
-double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse) {
+// A loss's sum (f64, one element) on `like`'s device, for the forms that return it.
+Tensor sum_slot(const Tensor& like) {
+  return Tensor::empty(Shape{1}, DType::f64,
+                       TensorOptions{like.device(), like.tier(), Category::workspace,
+                                     like.storage() ? like.storage()->ledger() : nullptr});
+}
+
+// The sum's value (the host waits for a GPU's); 0 on the meta device, which has no values.
+double read_sum(const Tensor& sum) { return sum.device().is_meta() ? 0.0 : sum.item(); }
+
+// The checks of every operand but the sum; the table of their device.
+const OpTable& cross_entropy_table(const Tensor& logits, const Tensor& targets, const Tensor& lse) {
   const char* op = "cross_entropy_forward";
   check_logits(op, logits, targets);
   check_f32(op, "lse", lse);
   check_numel(op, "lse", lse, logits.dim(0));
-  return table(op, {&logits, &targets, &lse}).cross_entropy_forward(logits, targets, lse);
+  return table(op, {&logits, &targets, &lse});
+}
+}  // namespace
+
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                           const Tensor& sum) {
+  cross_entropy_table(logits, targets, lse);
+  const char* op = "cross_entropy_forward";
+  check_f64(op, "sum", sum, 1);
+  table(op, {&logits, &targets, &lse, &sum}).cross_entropy_forward(logits, targets, lse, sum);
+}
+
+double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse) {
+  const OpTable& t = cross_entropy_table(logits, targets, lse);
+  const Tensor sum = sum_slot(logits);  // once the operands are known good
+  t.cross_entropy_forward(logits, targets, lse, sum);
+  const double v = read_sum(sum);
+  if (std::isnan(v) && !targets.device().is_cpu() && !targets.device().is_meta()) {
+    // A GPU marks a target >= V by a NaN sum: the first such row, from the targets themselves.
+    const Tensor t = targets.to(DType::i32, TensorOptions{}.with(Tier::host));
+    const std::int32_t* p = t.data<std::int32_t>();
+    for (std::int64_t r = 0; r < t.numel(); ++r)
+      if (p[r] >= logits.dim(1))
+        fail("ops", "cross_entropy: target {} of row {} is outside the vocabulary of {}", p[r], r,
+             logits.dim(1));
+  }
+  return v;
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
@@ -327,7 +370,9 @@ void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const
       .cross_entropy_backward_slice(logits, lse, targets, vocab_start, scale, dlogits);
 }
 
-double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+namespace {
+// The checks of every operand but the sum; the table of their device.
+const OpTable& combine_table(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
                              const Tensor& targets, const Tensor& lse) {
   const char* op = "combine_cross_entropy";
   check_f32(op, "max", max);
@@ -340,8 +385,25 @@ double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Ten
   check_numel(op, "targets", targets, N);
   check_f32(op, "lse", lse);
   check_numel(op, "lse", lse, N);
-  return table(op, {&max, &sum_exp, &target, &targets, &lse})
-      .combine_cross_entropy(max, sum_exp, target, targets, lse);
+  return table(op, {&max, &sum_exp, &target, &targets, &lse});
+}
+}  // namespace
+
+void combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                           const Tensor& targets, const Tensor& lse, const Tensor& sum) {
+  combine_table(max, sum_exp, target, targets, lse);
+  const char* op = "combine_cross_entropy";
+  check_f64(op, "sum", sum, 1);
+  table(op, {&max, &sum_exp, &target, &targets, &lse, &sum})
+      .combine_cross_entropy(max, sum_exp, target, targets, lse, sum);
+}
+
+double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                             const Tensor& targets, const Tensor& lse) {
+  const OpTable& t = combine_table(max, sum_exp, target, targets, lse);
+  const Tensor sum = sum_slot(max);  // once the operands are known good
+  t.combine_cross_entropy(max, sum_exp, target, targets, lse, sum);
+  return read_sum(sum);
 }
 
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -490,11 +552,6 @@ void lion8bit_step(const Tensor& master, const Tensor& grad, const Tensor& m_cod
 }
 
 namespace {
-void check_f64(const char* op, const char* name, const Tensor& t, std::int64_t n) {
-  STRATA_CHECK(t.defined() && t.dtype() == DType::f64 && t.is_contiguous(), "ops",
-               "{}: {} must be a contiguous f64 tensor", op, name);
-  check_numel(op, name, t, n);
-}
 
 // grad f32 of n elements as the range [first, first + n) of a matrix of `cols` columns whose
 // rows are `rows` (checked against the range).

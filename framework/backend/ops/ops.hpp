@@ -72,7 +72,14 @@ void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& 
 
 // ---- cross-entropy over a vocabulary, whole or in pieces ----
 // Softmax cross-entropy of logits [N,V] against targets i32 [N] (< 0: ignored row). Writes
-// lse [N] f32 and returns the SUM of the losses of the valid rows (double accumulation).
+// lse [N] f32 and the SUM of the losses of the valid rows (double accumulation) into sum, an f64
+// tensor of one element on the logits' device: on a GPU it stays there (the host does not wait)
+// until someone reads it, e.g. with a step's other losses (nn::LossSums). A target >= V is an
+// error on the CPU; on a GPU, which the host does not wait for, it makes the sum NaN instead.
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                           const Tensor& sum);
+// The same, the sum read back to the host (on a GPU the host waits for the device); a target >= V
+// is an error on every device.
 double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse);
 // dlogits [N,V] = (softmax(logits) - onehot(target)) * scale, 0 on ignored rows. dlogits may be
 // the same tensor as logits (in place).
@@ -88,15 +95,18 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tenso
 //   cross_entropy_backward_slice: dlogits = (exp(logits - lse[r]) - [j == target - start]) *
 //                 scale, 0 on ignored rows.
 //   combine_cross_entropy: the last step, on the pieces reduced over the slices (max and
-//                 sums of rows [N]): lse[r] = max[r] + log(sum_exp[r]) (f32), and returns the SUM
-//                 over rows with targets[r] >= 0 of double(lse[r]) - double(target[r]) (double
-//                 accumulation; on a GPU the sum is read back, as cross_entropy_forward's).
+//                 sums of rows [N]): lse[r] = max[r] + log(sum_exp[r]) (f32), and the SUM over
+//                 rows with targets[r] >= 0 of double(lse[r]) - double(target[r]) (double
+//                 accumulation) into sum (f64, one element, on max's device), or returned (read
+//                 back), as cross_entropy_forward's.
 void row_max(const Tensor& logits, const Tensor& out);
 void row_sum_exp(const Tensor& logits, const Tensor& max, const Tensor& out);
 void target_logit(const Tensor& logits, const Tensor& targets, std::int64_t vocab_start,
                   const Tensor& out);
 void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                                   std::int64_t vocab_start, float scale, const Tensor& dlogits);
+void combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                           const Tensor& targets, const Tensor& lse, const Tensor& sum);
 double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
                              const Tensor& targets, const Tensor& lse);
 

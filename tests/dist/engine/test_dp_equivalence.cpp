@@ -31,6 +31,9 @@ void run_equivalence(bool sgd, bool overlap) {
     worst_loss = std::max(worst_loss, std::abs(a.loss - r.loss) / r.loss);
     EXPECT_NEAR(a.loss, r.loss, 1e-6 * r.loss) << "step " << s;
     EXPECT_NEAR(a.result.grad_norm, r.result.grad_norm, 1e-5 * r.result.grad_norm) << "step " << s;
+    // The micro-batches' losses are read on the host once per step (nn::LossSums), not once each.
+    EXPECT_EQ(dp.engine.loss_reads(), static_cast<std::size_t>(s + 1)) << "step " << s;
+    EXPECT_EQ(ref.engine.loss_reads(), static_cast<std::size_t>(s + 1)) << "step " << s;
   }
   const auto wa = dp.master_weights(), wr = ref.master_weights();
   const double l2 = rel_l2(wa, wr), mx = rel_max(wa, wr);

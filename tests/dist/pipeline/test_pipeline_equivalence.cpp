@@ -54,6 +54,9 @@ TEST_P(PipelineEquivalence, MatchesOneRank) {
     BatchFeed feed{dp, me.dp, b, c.block_size, c.vocab_size};
     BatchFeed ref_feed{1, 0, dp * b, c.block_size, c.vocab_size};
     const StepAgreement agree = step_side_by_side(pipe.engine, feed, ref.engine, ref_feed, steps);
+    // The last stage reads its m micro-batches' losses once per step; the others have none.
+    EXPECT_EQ(pipe.engine.loss_reads(),
+              pipe.engine.pipeline()->stage().is_last() ? static_cast<std::size_t>(steps) : 0u);
     const auto got = by_name(*pipe.training), want = by_name(*ref.training);
     const WeightComparison cmp = compare_weights(got, want, c.n_embd);
     // Every stage holds its share of the model, and nothing twice but the tied embedding.

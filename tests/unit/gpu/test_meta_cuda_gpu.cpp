@@ -129,10 +129,10 @@ TEST(MetaCudaGpu, cuda_LayersAreChargedWhatTheCudaOpsTake) {
                   t.attention_backward(v[0], v[1], v[2], v[3], v[4], 2);
                 });
     expect_same("cross_entropy_forward, sum_squares, has_inf_or_nan" + k,
-                {{Shape{N, 37}, d}, {Shape{N}, DType::i32}, {Shape{N}}},
+                {{Shape{N, 37}, d}, {Shape{N}, DType::i32}, {Shape{N}}, {Shape{1}, DType::f64}},
                 [](const ops::OpTable& t, std::vector<Tensor>& v) {
                   t.row_max(v[0], v[2]);
-                  t.cross_entropy_forward(v[0], v[1], v[2]);
+                  t.cross_entropy_forward(v[0], v[1], v[2], v[3]);
                   t.sum_squares(v[0]);
                   t.has_inf_or_nan(v[0]);
                 });

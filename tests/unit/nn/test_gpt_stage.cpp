@@ -127,7 +127,7 @@ TEST(GptStage, OneStageIsTheWholeModel) {
     a.backward(ca, 0.5f);
     const nn::StageOutput out = st->forward(cb, batch, Tensor());
     EXPECT_FALSE(st->backward(cb, Tensor(), 0.5f).defined());
-    EXPECT_EQ(out.loss, la);
+    EXPECT_EQ(out.loss.value(), la);
     EXPECT_EQ(grads_by_name(sa.parameters()), grads_by_name(sb.parameters()));
     EXPECT_EQ(rec.uses, b.unit_schedule());
     EXPECT_TRUE(cb.saved->empty());
@@ -189,7 +189,7 @@ TEST_P(ChainedStages, MatchTheWholeModel) {
         ASSERT_EQ(out.activation.shape(), stages[static_cast<std::size_t>(s)]->output_shape(batch));
       }
       x = out.activation;
-      loss = out.loss;
+      loss = out.loss.value();
     }
     EXPECT_EQ(loss, want) << "micro-batch " << micro;
     Tensor g;

@@ -165,6 +165,31 @@ TEST(OpArgChecks, ChecksTheMutationsCannotReach) {
       {"combine: targets not i32",
        [] { combine_cross_entropy(f32({3}), f32({3}), f32({3}), f32({3}), f32({3})); },
        R"(\[ops\] combine_cross_entropy: targets must be a contiguous i32 tensor \(it is f32 \[3\]\))"},
+      {"cross_entropy: a sum of two elements",
+       [] { cross_entropy_forward(f32({3, 4}), i32({3}), f32({3}), Tensor::zeros(Shape{2}, DType::f64)); },
+       R"(\[ops\] cross_entropy_forward: sum has 2 elements \(\[2\]\), expected 1)"},
+      {"cross_entropy: an f32 sum",
+       [] { cross_entropy_forward(f32({3, 4}), i32({3}), f32({3}), f32({1})); },
+       R"(\[ops\] cross_entropy_forward: sum must be a contiguous f64 tensor)"},
+      {"cross_entropy: a sum on another device",
+       [] {
+         cross_entropy_forward(f32({3, 4}), i32({3}), f32({3}),
+                               Tensor(fake_cuda_storage(8), DType::f64, Shape{1}, {1}));
+       },
+       R"(\[ops\] cross_entropy_forward: operands are on different devices)"},
+      {"combine: a sum of no element",
+       [] {
+         combine_cross_entropy(f32({3}), f32({3}), f32({3}), i32({3}), f32({3}),
+                               Tensor::zeros(Shape{0}, DType::f64));
+       },
+       R"(\[ops\] combine_cross_entropy: sum has 0 elements \(\[0\]\), expected 1)"},
+      {"cross_entropy: a target outside the vocabulary",
+       [] {
+         Tensor t = i32({3});
+         t.data<std::int32_t>()[2] = 4;
+         cross_entropy_forward(f32({3, 4}), t, f32({3}));
+       },
+       R"(\[cpu\] cross_entropy: target 4 of row 2 is outside the vocabulary of 4)"},
       {"token outside the vocabulary",
        [&] {
          embedding_forward(tokens, f32({11, 4}), f32({2, 4}), f32({2, 4}));

@@ -115,6 +115,40 @@ TEST_P(OpSemantics, CrossEntropyPiecesMatchHostLoops) {
   }
 }
 
+// The loss's sum left where the logits are (the form a training step reads later) is the
+// returned form's, and a target >= V is the same one-line error on every backend: the CPU raises
+// it in the op, a GPU's sum is NaN and the returning form finds the row.
+TEST_P(OpSemantics, CrossEntropySumStaysOnTheDeviceAndBadTargetsAreOneError) {
+  const Backend& be = backend_named(std::get<0>(GetParam()));
+  STRATA_SKIP_UNLESS_AVAILABLE(be);
+  const DType dt = std::get<1>(GetParam());
+  const std::int64_t N = 9, V = 37;
+  const Tensor logits = values(N * V, 5, DType::f32, 3.0f).view(Shape{N, V}).to(dt, TensorOptions{});
+  Tensor targets = Tensor::empty(Shape{N}, DType::i32);
+  const std::int32_t tv[] = {20, -1, 36, 0, 19, 33, 0, 7, 10};
+  std::copy(std::begin(tv), std::end(tv), targets.data<std::int32_t>());
+  const Tensor l = on_device(logits, dt, be.device), t = on_device(targets, DType::i32, be.device);
+  const Tensor lse = Tensor::empty(Shape{N}, DType::f32, TensorOptions{be.device});
+  const Tensor sum = Tensor::empty(Shape{1}, DType::f64, TensorOptions{be.device});
+  cross_entropy_forward(l, t, lse, sum);
+  EXPECT_EQ(sum.device(), be.device);
+  const double returned = cross_entropy_forward(l, t, lse);
+  EXPECT_EQ(to_host(sum).item(), returned);
+  EXPECT_GT(returned, 0.0);
+  targets.data<std::int32_t>()[7] = 40;
+  targets.data<std::int32_t>()[8] = 37;
+  const Tensor bad = on_device(targets, DType::i32, be.device);
+  try {
+    cross_entropy_forward(l, bad, lse);
+    ADD_FAILURE() << "a target outside the vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cross_entropy: target 40 of row 7 is outside the "
+                                         "vocabulary of 37"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_P(OpSemantics, OptimizerUpdatesAreTheReferenceOnTheWidenedGradient) {
   const Backend& be = backend_named(std::get<0>(GetParam()));
   STRATA_SKIP_UNLESS_AVAILABLE(be);

@@ -75,11 +75,11 @@ __global__ void __launch_bounds__(kRowThreads)
 
 // ---- forward: the total over rows, in double, in a fixed order (one block) ----------------
 // Thread k sums rows k, k + kTotalThreads, ... in order; block_sum combines the partials in a
-// fixed tree. Also finds the first row whose target is >= V (the CPU throws for it; the host
-// does once it has the result).
+// fixed tree. A row whose target is >= V (the CPU throws for it) makes the sum NaN: the host,
+// which does not wait for this kernel, learns of it when it reads the sum.
 __global__ void __launch_bounds__(kTotalThreads)
     ce_total_kernel(const double* row_loss, const std::int32_t* targets, std::int64_t N,
-                    std::int64_t V, double* result) {
+                    std::int64_t V, double* sum) {
   __shared__ double scratch[32];
   __shared__ unsigned long long first_bad;
   if (threadIdx.x == 0) first_bad = ~0ull;
@@ -93,16 +93,7 @@ __global__ void __launch_bounds__(kTotalThreads)
   s = block_sum(s, scratch);  // holds __syncthreads: first_bad's initial value is visible after it
   if (bad != ~0ull) atomicMin(&first_bad, bad);  // integer min: the same result in any order
   __syncthreads();
-  if (threadIdx.x == 0) {
-    result[0] = s;
-    if (first_bad == ~0ull) {
-      result[1] = -1.0;
-      result[2] = 0.0;
-    } else {
-      result[1] = static_cast<double>(first_bad);
-      result[2] = static_cast<double>(targets[first_bad]);
-    }
-  }
+  if (threadIdx.x == 0) sum[0] = first_bad == ~0ull ? s : static_cast<double>(NAN);
 }
 
 // ---- backward (whole vocabulary: vocab_start = 0; or a slice) ------------------------------
@@ -186,14 +177,14 @@ __global__ void combine_rows_kernel(const float* max, const float* sum_exp, cons
 }  // namespace
 
 void launch_cross_entropy_forward(const void* logits, DT ldt, const std::int32_t* targets,
-                                  float* lse, double* row_loss, double* result, std::int64_t N,
+                                  float* lse, double* row_loss, double* sum, std::int64_t N,
                                   std::int64_t V, cudaStream_t s) {
   if (N <= 0) return;
   with_dt(ldt, [&](auto L) {
     ce_forward_rows_kernel<decltype(L)::value><<<row_blocks(N), kRowThreads, 0, s>>>(
         logits, targets, lse, row_loss, N, V);
   });
-  ce_total_kernel<<<1, kTotalThreads, 0, s>>>(row_loss, targets, N, V, result);
+  ce_total_kernel<<<1, kTotalThreads, 0, s>>>(row_loss, targets, N, V, sum);
 }
 
 void launch_cross_entropy_backward(const void* logits, DT ldt, const float* lse,
@@ -235,7 +226,7 @@ void launch_target_logit(const void* logits, DT ldt, const std::int32_t* targets
 
 void launch_combine_cross_entropy(const float* max, const float* sum_exp, const float* target,
                                   const std::int32_t* targets, float* lse, double* row_loss,
-                                  double* result, std::int64_t N, cudaStream_t s) {
+                                  double* sum, std::int64_t N, cudaStream_t s) {
   if (N <= 0) return;
   constexpr unsigned kThreads = 256;
   const std::int64_t b = (N + kThreads - 1) / kThreads;
@@ -243,7 +234,7 @@ void launch_combine_cross_entropy(const float* max, const float* sum_exp, const 
                         s>>>(max, sum_exp, target, targets, lse, row_loss, N);
   // No vocabulary bound here: every target passes the summing block's range check.
   ce_total_kernel<<<1, kTotalThreads, 0, s>>>(row_loss, targets, N,
-                                              std::numeric_limits<std::int64_t>::max(), result);
+                                              std::numeric_limits<std::int64_t>::max(), sum);
 }
 
 }  // namespace strata::cuda_ops

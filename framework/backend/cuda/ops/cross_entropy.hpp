@@ -22,11 +22,11 @@ namespace strata::cuda_ops {
 //   per row r: lse[r] = max + log(sum_j exp(x[r,j] - max)) (f32, as the CPU), and
 //              row_loss[r] = double(lse[r]) - double(x[r, targets[r]]) for a target in [0, V),
 //              0 otherwise (ignored rows, and targets >= V, which the total reports);
-//   then one block: result[0] = sum of row_loss in double (fixed order), result[1] = the first
-//   row whose target is >= V (or -1), result[2] = that target (or 0).
-// row_loss: N doubles of device workspace; result: 3 doubles of device memory. N >= 1, V >= 1.
+//   then one block: sum[0] = the sum of row_loss in double (fixed order), or NaN when a row's
+//   target is >= V (the host reads it without having waited for the kernels).
+// row_loss: N doubles of device workspace; sum: 1 double of device memory. N >= 1, V >= 1.
 void launch_cross_entropy_forward(const void* logits, DT ldt, const std::int32_t* targets,
-                                  float* lse, double* row_loss, double* result, std::int64_t N,
+                                  float* lse, double* row_loss, double* sum, std::int64_t N,
                                   std::int64_t V, cudaStream_t s);
 
 // dlogits[r, j] = round(exp(x[r,j] - lse[r]) * scale - (j == target - vocab_start ? scale : 0)),
@@ -54,11 +54,11 @@ void launch_target_logit(const void* logits, DT ldt, const std::int32_t* targets
 
 // The vocabulary-parallel cross-entropy's last step, two kernels queued on s: per row
 // lse[r] = max[r] + log(sum_exp[r]) (f32, as the CPU) and row_loss[r] = double(lse[r]) -
-// double(target[r]) for targets[r] >= 0, else 0; then the forward's summing block: result[0] =
-// the sum of row_loss in double (fixed order), result[1] = -1 (no target is out of range here).
-// row_loss: N doubles of device workspace; result: 3 doubles. N >= 1.
+// double(target[r]) for targets[r] >= 0, else 0; then the forward's summing block: sum[0] =
+// the sum of row_loss in double (fixed order; no target is out of range here).
+// row_loss: N doubles of device workspace; sum: 1 double. N >= 1.
 void launch_combine_cross_entropy(const float* max, const float* sum_exp, const float* target,
                                   const std::int32_t* targets, float* lse, double* row_loss,
-                                  double* result, std::int64_t N, cudaStream_t s);
+                                  double* sum, std::int64_t N, cudaStream_t s);
 
 }  // namespace strata::cuda_ops

@@ -1,14 +1,14 @@
 // The cross-entropy ops on CUDA tensors (cross_entropy.cu has the kernels). ops.cpp has checked
 // shapes, dtypes, contiguity and the device; the targets' values live on the device, so the one
-// check the CPU makes on them (a target >= V is an error) is made by the forward's summing kernel
-// and raised here once its result is back. The backward cannot raise it without waiting for the
-// device: there a target >= V (or outside the slice) simply subtracts nothing, as the slice op's.
+// check the CPU makes on them (a target >= V is an error) is made by the forward's summing kernel,
+// which makes the sum NaN (the host learns of it when it reads the sum). The backward cannot
+// raise it without waiting for the device: there a target >= V (or outside the slice) simply
+// subtracts nothing, as the slice op's.
 #include <cstdint>
 
 #include "framework/backend/cuda/ops/common.hpp"
 #include "framework/backend/cuda/ops/cross_entropy.hpp"
 #include "framework/backend/cuda/ops/kernels.hpp"
-#include "framework/backend/cuda/ops/reduce.hpp"
 #include "framework/core/error.hpp"
 
 namespace strata::cuda_ops {
@@ -21,26 +21,21 @@ float* f32(const Tensor& t) {
 }
 }  // namespace
 
-// Returns a host value, so it waits for its stream (read_back: cudaMemcpyAsync into a pinned
-// buffer, then cudaStreamSynchronize of that stream only). Accepted for now: the trainer reads the
-// loss once per step.
-double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse) {
+// The sum stays on the device (the host does not wait): a target >= V makes it NaN, which
+// ops::cross_entropy_forward's returning form turns into the CPU's error once it has read it.
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                           const Tensor& sum) {
   const std::int64_t N = logits.dim(0), V = logits.dim(1);
   STRATA_CHECK(N >= 0 && V > 0, "cuda", "cross_entropy: bad size N={} V={}", N, V);
-  if (N == 0) return 0.0;
-  const cudaStream_t s = stream_of(logits);
+  if (N == 0) {
+    Tensor(sum).zero();  // a view of the same memory
+    return;
+  }
   Tensor row_loss = workspace(logits, Shape{N}, DType::f64);
-  Tensor result = workspace(logits, Shape{3}, DType::f64);
   launch_cross_entropy_forward(logits.raw(), dt(logits), i32(targets), f32(lse),
                                static_cast<double*>(row_loss.raw()),
-                               static_cast<double*>(result.raw()), N, V, s);
+                               static_cast<double*>(sum.raw()), N, V, stream_of(logits));
   check_launch("cross_entropy_forward");
-  double host[3] = {0.0, -1.0, 0.0};
-  read_back(host, result.raw(), sizeof(host), s, "cross_entropy_forward");
-  if (host[1] >= 0.0)
-    fail("cuda", "cross_entropy: target {} of row {} is outside the vocabulary of {}",
-         static_cast<std::int64_t>(host[2]), static_cast<std::int64_t>(host[1]), V);
-  return host[0];
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
@@ -80,21 +75,18 @@ void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const
   check_launch("cross_entropy_backward_slice");
 }
 
-// Returns a host value: reads the sum back as cross_entropy_forward does.
-double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
-                             const Tensor& targets, const Tensor& lse) {
+void combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                           const Tensor& targets, const Tensor& lse, const Tensor& sum) {
   const std::int64_t N = max.numel();
-  if (N == 0) return 0.0;
-  const cudaStream_t s = stream_of(max);
+  if (N == 0) {
+    Tensor(sum).zero();  // a view of the same memory
+    return;
+  }
   Tensor row_loss = workspace(max, Shape{N}, DType::f64);
-  Tensor result = workspace(max, Shape{3}, DType::f64);
   launch_combine_cross_entropy(f32(max), f32(sum_exp), f32(target), i32(targets), f32(lse),
                                static_cast<double*>(row_loss.raw()),
-                               static_cast<double*>(result.raw()), N, s);
+                               static_cast<double*>(sum.raw()), N, stream_of(max));
   check_launch("combine_cross_entropy");
-  double host[3] = {0.0, -1.0, 0.0};
-  read_back(host, result.raw(), sizeof(host), s, "combine_cross_entropy");
-  return host[0];
 }
 
 }  // namespace strata::cuda_ops

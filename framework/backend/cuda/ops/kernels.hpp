@@ -51,7 +51,8 @@ void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wp
                        const Tensor& out, std::int64_t vocab_start);
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
                         const Tensor& dwpe, std::int64_t vocab_start);
-double cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse);
+void cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                           const Tensor& sum);
 void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                             const Tensor& dlogits, float scale);
 void row_max(const Tensor& logits, const Tensor& out);
@@ -60,8 +61,8 @@ void target_logit(const Tensor& logits, const Tensor& targets, std::int64_t voca
                   const Tensor& out);
 void cross_entropy_backward_slice(const Tensor& logits, const Tensor& lse, const Tensor& targets,
                                   std::int64_t vocab_start, float scale, const Tensor& dlogits);
-double combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
-                             const Tensor& targets, const Tensor& lse);
+void combine_cross_entropy(const Tensor& max, const Tensor& sum_exp, const Tensor& target,
+                           const Tensor& targets, const Tensor& lse, const Tensor& sum);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void add_inplace(const Tensor& a, const Tensor& b);
 void scale_inplace(const Tensor& a, float s);
