@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace strata::cuda {
@@ -47,6 +48,12 @@ void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
 void* stream_create(int device);
 void stream_destroy(void* stream);
 void stream_synchronize(void* stream);
+// Times this process's host has waited for a GPU's stream to run everything queued on it so far:
+// stream_synchronize, the blocking memcpy, and the CUDA ops' own reads of a value (note_host_wait).
+// Waits for one event (a staging buffer's copy, a communication) are not counted. A training step
+// is meant to wait a fixed number of times, however many micro-batches (tests/unit/gpu).
+std::uint64_t host_waits();
+void note_host_wait();
 void* event_create(int device);
 void event_destroy(void* event);
 void event_record(void* event, void* stream);

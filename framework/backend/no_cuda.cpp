@@ -27,6 +27,8 @@ void* stream_create(int) {
 }
 void stream_destroy(void*) {}
 void stream_synchronize(void*) {}
+std::uint64_t host_waits() { return 0; }
+void note_host_wait() {}
 void* event_create(int) {
   user_fail("cuda", "a CUDA event was asked for but this Strata build has no CUDA support");
 }

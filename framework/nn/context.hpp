@@ -11,6 +11,8 @@
 
 namespace strata::nn {
 
+class BatchUploads;  // batch_device.hpp
+
 // Called by models around each parameter unit. The single-process engine needs none; data
 // parallelism reduces a unit's gradients in after_backward, ZeRO-3 gathers in before_*.
 class UnitHooks {
@@ -33,6 +35,9 @@ struct Context {
   bool grad_enabled = true;  // false: evaluation, nothing is saved for backward
   // Where forward keeps what backward needs (one micro-batch's; copies of a Context share it).
   std::shared_ptr<SavedState> saved = std::make_shared<SavedState>();
+  // The pinned buffers the batch goes through to a GPU without the host waiting for it
+  // (batch_device.hpp; copies of a Context share them). Null: each copy waits for the GPU.
+  std::shared_ptr<BatchUploads> uploads;
 
   // An activation in act_dtype, or in `t` for what must stay f32 (statistics, log-sum-exps).
   Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype, activations); }

@@ -4,6 +4,7 @@
 
 #include "framework/backend/math_mode.hpp"
 #include "framework/core/meta_device.hpp"
+#include "framework/nn/batch_device.hpp"
 #include "framework/nn/interleaved_stage.hpp"
 #include "framework/train/from_config.hpp"
 #include "offload/factory.hpp"
@@ -256,6 +257,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
   ctx.activations.ledger = &ledger_;
   ctx.workspace.ledger = &ledger_;
   ctx.act_dtype = train::activation_dtype(cfg_);  // 16-bit with mixed precision by default
+  ctx.uploads = std::make_shared<nn::BatchUploads>();  // a GPU's batch copied without waiting
   if (grid_.tp_size() > 1) {
     tp_comm_ = std::make_unique<GroupTpComm>(grid_.tp());
     ctx.tp = tp_comm_.get();

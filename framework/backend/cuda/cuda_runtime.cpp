@@ -1,6 +1,7 @@
 // CUDA runtime services over the CUDA runtime API (built only with CUDA).
 #include "framework/backend/cuda_runtime.hpp"
 
+#include <atomic>
 #include <cuda_runtime.h>
 
 #include "framework/core/error.hpp"
@@ -115,7 +116,15 @@ void* stream_create(int device) {
 void stream_destroy(void* stream) {
   if (stream) cudaStreamDestroy(static_cast<cudaStream_t>(stream));
 }
+namespace {
+std::atomic<std::uint64_t> g_host_waits{0};
+}  // namespace
+
+std::uint64_t host_waits() { return g_host_waits.load(std::memory_order_relaxed); }
+void note_host_wait() { g_host_waits.fetch_add(1, std::memory_order_relaxed); }
+
 void stream_synchronize(void* stream) {
+  note_host_wait();
   STRATA_CHECK_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 void* event_create(int device) {
@@ -167,6 +176,7 @@ void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
   const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
                            : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
                                                               : cudaMemcpyDeviceToDevice;
+  note_host_wait();
   STRATA_CHECK_CUDA(cudaMemcpy(dst, src, bytes, k));
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -190,6 +191,33 @@ TEST(GptCuda, cuda_OptimizerInBackwardIsBitwiseTheStepAfterBackward) {
       EXPECT_EQ(during.losses, after.losses) << precision << " " << stage;
       EXPECT_EQ(during.masters, after.masters) << precision << " " << stage;
     }
+}
+
+// How often a step's host waits for the GPU (cuda::host_waits): the losses are read once per step
+// with the gradient norm's sums, and the batch goes up without a wait, so micro-batches add only
+// the embedding op's token checks (one wait in forward, one in backward: still open, see
+// docs/gpu.md "Host values"). Measured on steps 2-4 (the first step sets things up).
+TEST(GptCuda, cuda_AStepWaitsForTheGpuAFixedNumberOfTimesPlusTheTokenChecks) {
+  SKIP_WITHOUT_GPU();
+  auto waits_per_step = [](int accumulation) {
+    const config::Config cfg = job_config(
+        "cuda", {"gradient_accumulation_steps=" + std::to_string(accumulation)});
+    nn::Gpt model(train::gpt_config(cfg));
+    parallel::Training job(cfg, one_rank(), model);
+    Feed feed;
+    job.step([&](nn::Batch& b) { feed(b); });
+    const std::uint64_t before = cuda::host_waits();
+    for (int s = 0; s < 3; ++s) job.step([&](nn::Batch& b) { feed(b); });
+    return static_cast<std::int64_t>(cuda::host_waits() - before) / 3;
+  };
+  const std::int64_t one = waits_per_step(1), four = waits_per_step(4);
+  const std::int64_t per_micro_batch = (four - one) / 3, fixed = one - per_micro_batch;
+  std::printf("host waits per step: %lld with 1 micro-batch, %lld with 4 (%lld fixed + %lld per "
+              "micro-batch)\n", static_cast<long long>(one), static_cast<long long>(four),
+              static_cast<long long>(fixed), static_cast<long long>(per_micro_batch));
+  EXPECT_EQ(four - one, 3 * per_micro_batch);
+  EXPECT_EQ(per_micro_batch, 2) << "the embedding's token checks, forward and backward";
+  EXPECT_LE(fixed, 2) << "the losses and the gradient norm's sums";
 }
 
 // What a GPU job cannot run is one line naming the key to change.

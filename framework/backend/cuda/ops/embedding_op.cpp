@@ -13,6 +13,7 @@
 #include "framework/backend/cuda/ops/common.hpp"
 #include "framework/backend/cuda/ops/embedding.hpp"
 #include "framework/backend/cuda/ops/kernels.hpp"
+#include "framework/backend/cuda_runtime.hpp"
 
 namespace strata::cuda_ops {
 namespace {
@@ -26,6 +27,7 @@ void check_tokens(const char* op, const Tensor& tokens, std::int64_t V, std::int
   Tensor flag = workspace(tokens, Shape{1}, DType::i64);
   std::int64_t index = -1;
   std::int32_t value = 0;
+  cuda::note_host_wait();  // find_bad_token waits for the stream to read its flag
   check_cuda(find_bad_token(static_cast<const std::int32_t*>(tokens.raw()), tokens.numel(), hi,
                             static_cast<unsigned long long*>(flag.raw()), &index, &value, s),
              op);

@@ -6,6 +6,7 @@
 #include "framework/backend/cuda/ops/common.hpp"
 #include "framework/backend/cuda/ops/kernels.hpp"
 #include "framework/backend/cuda/ops/reduce.hpp"
+#include "framework/backend/cuda_runtime.hpp"
 
 namespace strata::cuda_ops {
 namespace {
@@ -41,6 +42,7 @@ void read_back(void* dst, const void* src, std::size_t bytes, cudaStream_t s, co
   void* pin = bytes <= kPinnedBytes ? pinned.get() : nullptr;
   void* host = pin ? pin : dst;
   check_cuda(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, s), what);
+  cuda::note_host_wait();
   check_cuda(cudaStreamSynchronize(s), what);
   if (pin) std::memcpy(dst, pin, bytes);
 }
