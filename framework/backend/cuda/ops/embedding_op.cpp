@@ -4,9 +4,9 @@
 // the CPU's Acc32; f32: each position added in turn, as the CPU).
 //
 // Tokens are validated as the CPU table's check_tokens does, with the same message, by a small
-// kernel whose result is copied back to the host: this SYNCHRONISES the stream once per call
-// (acceptable for now: one small wait per step; a later version could raise the error
-// asynchronously).
+// kernel whose result is copied back to the host: this SYNCHRONISES the stream once per call,
+// so twice per micro-batch in training (forward and backward; cuda::host_waits counts them, and
+// the GPT has already checked its tokens on the host). Raising the error asynchronously is open.
 #include <algorithm>
 #include <climits>
 
