@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 
 #include "framework/checkpoint/durable_fs.hpp"
 #include "framework/checkpoint/fault_point.hpp"
@@ -81,6 +82,41 @@ Manifest commit_checkpoint(const std::string& root, const ManifestHeader& header
   return m;
 }
 
+namespace {
+// A temporary of a write that never finished: "NAME.tmp" (a rank file) or "NAME.tmp.<pid>"
+// (write_file_atomic's).
+bool is_stale_temporary(const std::string& name) {
+  const std::size_t at = name.rfind(kTmpSuffix);
+  if (at == std::string::npos || at == 0) return false;
+  const std::string rest = name.substr(at + kTmpSuffix.size());
+  if (rest.empty()) return true;
+  return rest.size() > 1 && rest[0] == '.' &&
+         std::all_of(rest.begin() + 1, rest.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
+void prepare_step_dir(const std::string& root, const std::string& step_dir) {
+  make_dirs(root);
+  make_dirs(step_dir);
+  const std::string manifest = join_path(step_dir, kManifestName);
+  bool changed = false;
+  if (::unlink(manifest.c_str()) == 0)
+    changed = true;
+  else if (errno != ENOENT)
+    fail("checkpoint", "cannot remove the old '{}': {}", manifest, std::strerror(errno));
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(step_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!is_stale_temporary(name)) continue;
+    if (::unlink(e.path().c_str()) != 0 && errno != ENOENT)
+      fail("checkpoint", "cannot remove '{}', left by an earlier save of this step: {}",
+           e.path().string(), std::strerror(errno));
+    changed = true;
+  }
+  if (ec) fail("checkpoint", "cannot list '{}': {}", step_dir, ec.message());
+  if (changed) fsync_dir(step_dir);
+}
+
 SaveResult save_checkpoint(const SaveSpec& spec, const std::vector<SliceRef>& slices,
                            const RankState& rank_state, const AllRanksOk& all_ok,
                            const GatherToRoot& gather) {
@@ -93,15 +129,7 @@ SaveResult save_checkpoint(const SaveSpec& spec, const std::vector<SliceRef>& sl
     STRATA_CHECK(spec.rank >= 0 && spec.rank < h.layout.world, "checkpoint",
                  "rank {} outside the world of {}", spec.rank, h.layout.world);
     if (spec.rank != 0) return;
-    make_dirs(spec.root);
-    make_dirs(result.step_dir);
-    // Re-saving a step: the old manifest goes first, so the directory is never a mix that
-    // claims to be complete.
-    const std::string manifest = join_path(result.step_dir, kManifestName);
-    if (::unlink(manifest.c_str()) == 0)
-      fsync_dir(result.step_dir);
-    else if (errno != ENOENT)
-      fail("checkpoint", "cannot remove the old '{}': {}", manifest, std::strerror(errno));
+    prepare_step_dir(spec.root, result.step_dir);
   });
   ShardRecord mine;
   phase("write its file", h.step, all_ok, [&] {

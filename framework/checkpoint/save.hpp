@@ -41,6 +41,12 @@ struct SaveResult {
   std::vector<std::string> removed;  // rank 0: checkpoints removed by retention
 };
 
+// Rank 0's first phase of a save: creates root and the step directory, removes an older
+// checkpoint's manifest of the same step (so the directory never claims to be complete with a mix
+// of files), then the temporaries an earlier save of this step left when it was killed (a rank
+// file's ".tmp", the manifest's ".tmp.<pid>"), which no later save would otherwise overwrite.
+void prepare_step_dir(const std::string& root, const std::string& step_dir);
+
 // The whole protocol for one rank. Phase 1: rank 0 creates the step directory and invalidates an
 // older checkpoint of the same step (its manifest is removed). Phase 2: each rank writes its file.
 // Then rank 0 commits. Throws this rank's own error, or Error("... another rank failed ...") when

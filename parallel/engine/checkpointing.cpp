@@ -299,16 +299,7 @@ void Checkpointer::save_sync(const ck::SaveSpec& spec, const ck::RankState& rs) 
            what);
   };
   phase("prepare the step directory", [&] {
-    if (spec.rank != 0) return;
-    ck::make_dirs(spec.root);
-    ck::make_dirs(step_dir);
-    // Re-saving a step: the old manifest goes first (the directory never claims to be complete
-    // with a mix of files).
-    const std::string manifest = ck::join_path(step_dir, ck::kManifestName);
-    if (::unlink(manifest.c_str()) == 0)
-      ck::fsync_dir(step_dir);
-    else if (errno != ENOENT)
-      fail("checkpoint", "cannot remove the old '{}': {}", manifest, std::strerror(errno));
+    if (spec.rank == 0) ck::prepare_step_dir(spec.root, step_dir);
   });
   ck::ShardRecord record;
   phase("write its file", [&] {

@@ -40,4 +40,18 @@ grep -q "resumed from ck/step_00000006" "$T/out" || fail "did not resume from st
 left=$(cd "$T/ck" && ls -A | tr '\n' ' ')
 [[ $left == "latest resolved_config.json step_00000006 " ]] || fail "left in the checkpoint directory: $left"
 "$strata" ckpt verify --all "$T/ck" >/dev/null || fail "ckpt verify --all"
-echo "ok: resumed with no step left, the checkpoint directory holds what retention keeps and nothing else"
+# A save killed after writing its manifest's temporary, done again by the restarted job: the
+# step directory it keeps holds no temporary (the chaos soak, seed 765, found
+# "step_00000021/manifest.json.tmp.6793" so).
+rm -rf "$T/ck"
+train STRATA_CHECKPOINT_FAULT=manifest_tmp@6
+[[ $rc != 0 ]] || fail "the run was not killed in the save of step 6"
+compgen -G "$T/ck/step_00000006/manifest.json.tmp.*" >/dev/null ||
+  fail "the killed save left no manifest temporary to clean"
+train
+[[ $rc == 0 ]] || fail "the run restarted after a killed save failed ($rc)"
+grep -q "resumed from ck/step_00000004" "$T/out" || fail "did not resume from step 4"
+left=$(cd "$T/ck/step_00000006" && ls -A | grep -c tmp)
+[[ $left == 0 ]] || fail "temporaries left in step 6: $(ls -A "$T/ck/step_00000006" | tr '\n' ' ')"
+"$strata" ckpt verify --all "$T/ck" >/dev/null || fail "ckpt verify --all after the re-save"
+echo "ok: resumed with no step left, the checkpoint directory holds what retention keeps and nothing else; a re-saved step holds no temporary of the killed save"

@@ -5,6 +5,7 @@
 
 #include <barrier>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -114,6 +115,25 @@ TEST(SaveProtocol, ResavingAStepReplacesItCompletely) {
   // A failed re-save leaves no manifest: the step is no longer a checkpoint.
   run_ranks(tmp.str(), 4, 2, 0);
   EXPECT_FALSE(fs::exists(tmp / "step_00000004/manifest.json"));
+}
+
+// A save killed after writing its manifest's temporary (or a rank file's) and then done again by
+// the restarted job leaves no temporary in the step directory (found by the chaos soak, seed 765:
+// "step_00000021/manifest.json.tmp.6793" was left after a kill at manifest_tmp and a re-save).
+TEST(SaveProtocol, ResavingAStepRemovesTheTemporariesOfAKilledSave) {
+  TempDir tmp;
+  const fs::path dir = tmp / "step_00000004";
+  fs::create_directories(dir);
+  for (const char* f : {"manifest.json.tmp.6793", "rank_00001.h5.tmp", "notes.txt", "x.tmp.12a"})
+    std::ofstream(dir / f) << "x";
+  const auto errors = run_ranks(tmp.str(), 4, 2, -1);
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  EXPECT_TRUE(verify_checkpoint(dir.string()).ok());
+  EXPECT_FALSE(fs::exists(dir / "manifest.json.tmp.6793"));
+  EXPECT_FALSE(fs::exists(dir / "rank_00001.h5.tmp"));
+  // Only the temporaries: what is not one stays.
+  EXPECT_TRUE(fs::exists(dir / "notes.txt"));
+  EXPECT_TRUE(fs::exists(dir / "x.tmp.12a"));
 }
 
 // Rank 0 builds the manifest from the records the ranks send (gathered), not by re-reading their
