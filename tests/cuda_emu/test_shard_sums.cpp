@@ -80,7 +80,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> ranges(const Shape2& s) {
 
 EMU_TEST("shard_sums", sum_squares_add) {
   std::mt19937 g(5);
-  for (std::int64_t n : {1, 9, 32768 + 3, 70001})
+  for (std::int64_t n : {1, 9, 4096 + 5, 32768, 32768 + 3, 70001})
     for (DT d : kFloatDTs) {
       const HostArr x = random_arr(d, n, g, 2.0f);
       double ref = 0.25;  // accumulated into

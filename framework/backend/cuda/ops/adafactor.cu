@@ -4,8 +4,9 @@
 //                   first; the columns, one thread per column over the rows in order;
 //   factored_sumsq: one block per 16384-element chunk, 8 threads per row segment of the chunk,
 //                   the segments' folds added in order by one thread; the chunks in order by one;
-//   vector_sumsq:   one block per chunk, 8 threads; sum_squares_add: 8 threads per 32768-element
-//                   chunk (cpu::sum_squares' tail and fold); the chunks in order by one thread;
+//   vector_sumsq:   one block per chunk, 8 threads; sum_squares_add: one block per 32768-element
+//                   chunk, its tiles staged in shared memory for 8 threads (cpu::sum_squares'
+//                   accumulators, tail and fold); the chunks in order by one thread;
 //   ema, factors, apply_*: elementwise (factors: the mean of the row statistics by one thread).
 // The sums are sequential where the CPU's are (an accumulator's chain), so they are slower than
 // a tree would be: the price of the CPU's bits on both backends without changing the CPU's order.
@@ -57,22 +58,51 @@ __global__ void __launch_bounds__(32) add_partials_kernel(const double* partials
 }
 
 // ---- sum of squares in cpu::sum_squares' order ----
+// One block per 32768-element chunk. Warps 1.. load the chunk's next 4096-element tile into shared
+// memory (coalesced, many loads in flight) while 8 threads of warp 0 add the current tile's
+// squares into the CPU's 8 interleaved accumulators (element i on lane i % 8, in order; the tail
+// of the last partial group, element full + l, on lane l), so the chunk is read at the memory's
+// speed while each accumulator stays one sequential chain. (The first version gave each
+// accumulator a thread that read its own elements from global memory, one load in flight per
+// thread: 362 us for 7.1M bf16 values on an H200, 15% of a GPT-2 124M step.)
+constexpr int kSqTile = 4096;
+static_assert(kSumSqChunk % kSqTile == 0 && kSqTile % kLanes == 0, "tiles of whole groups of 8");
+
 template <DT kDt>
 __global__ void __launch_bounds__(kThreads)
     sum_squares_add_kernel(const void* x, std::int64_t n, double* partials) {
-  __shared__ double acc[kThreads];
-  const int lane = static_cast<int>(threadIdx.x) % kLanes;
-  const std::int64_t chunk = static_cast<std::int64_t>(blockIdx.x) * kGroups + threadIdx.x / kLanes;
-  const std::int64_t chunks = (n + kSumSqChunk - 1) / kSumSqChunk;
-  double a = 0.0;
-  if (chunk < chunks) {
-    const std::int64_t b = chunk * kSumSqChunk;
-    const std::int64_t len = n - b < kSumSqChunk ? n - b : kSumSqChunk;
-    a = lane_sum<true>(len, lane, [&](std::int64_t i) { return ieee::dsq(load(x, kDt, b + i)); });
-  }
-  acc[threadIdx.x] = a;
+  __shared__ float tile[2][kSqTile];
+  __shared__ double acc[kLanes];
+  const std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * kSumSqChunk;
+  const std::int64_t len = n - b < kSumSqChunk ? n - b : kSumSqChunk;
+  const std::int64_t full = len - len % kLanes;
+  const int tiles = static_cast<int>((len + kSqTile - 1) / kSqTile);
+  const int t = static_cast<int>(threadIdx.x);
+  constexpr int kLoaders = static_cast<int>(kThreads) - 32;
+  auto fill = [&](int k) {  // warps 1..: tile k of the chunk into tile[k % 2]
+    const std::int64_t at = static_cast<std::int64_t>(k) * kSqTile;
+    const int m = static_cast<int>(len - at < kSqTile ? len - at : kSqTile);
+    for (int i = t - 32; i < m; i += kLoaders) tile[k % 2][i] = load(x, kDt, b + at + i);
+  };
+  if (t >= 32) fill(0);
   __syncthreads();
-  if (lane == 0 && chunk < chunks) partials[chunk] = fold_sum_squares(acc + threadIdx.x);
+  double a = 0.0;
+  for (int k = 0; k < tiles; ++k) {
+    if (t >= 32) {
+      if (k + 1 < tiles) fill(k + 1);
+    } else if (t < kLanes) {
+      const std::int64_t at = static_cast<std::int64_t>(k) * kSqTile;
+      const std::int64_t end = full - at < kSqTile ? full - at : kSqTile;  // whole groups here
+      const float* v = tile[k % 2];
+      for (std::int64_t i = t; i < end; i += kLanes) a = ieee::dadd(a, ieee::dsq(v[i]));
+      if (full + t < len && full + t >= at && full + t < at + kSqTile)
+        a = ieee::dadd(a, ieee::dsq(v[full + t - at]));
+    }
+    __syncthreads();
+  }
+  if (t < kLanes) acc[t] = a;
+  __syncthreads();
+  if (t == 0) partials[blockIdx.x] = fold_sum_squares(acc);
 }
 
 // ---- sq_sums ----
@@ -234,7 +264,7 @@ void launch_sum_squares_add(const void* x, DT dt, std::int64_t n, double* partia
                             cudaStream_t s) {
   if (n <= 0) return;
   const std::int64_t chunks = chunks_of(n, kSumSqChunk);
-  const auto blocks = static_cast<unsigned>((chunks + kGroups - 1) / kGroups);
+  const auto blocks = static_cast<unsigned>(chunks);
   switch (dt) {
     case DT::bf16: sum_squares_add_kernel<DT::bf16><<<blocks, kThreads, 0, s>>>(x, n, partials); break;
     case DT::f16: sum_squares_add_kernel<DT::f16><<<blocks, kThreads, 0, s>>>(x, n, partials); break;
