@@ -5,6 +5,12 @@
 // block_max/block_sum; the forward's total is one block summing per-row losses in double. No
 // atomics on floats: every output is the same bits run after run.
 //
+// When V is a multiple of 8 and the logits (and dlogits) are 16-byte aligned, the forward's rows and
+// the backward take 8 consecutive columns per thread in one 16-byte access (map8.cuh's load8 and
+// store8): thread k has columns 8k .. 8k + 7, 8(k + 256) .., its partials in that order. The
+// scalar kernels read 2 bytes per thread per load: GPT-2 124M's 8192 x 50304 bf16 logits took
+// 1.28 ms forward and 1.25 ms backward on an H200, 4 to 6 times the memory's time.
+//
 // Arithmetic follows the CPU (framework/backend/cpu/cross_entropy.cpp, row_kernels_body.hpp):
 // lse = max + logf(f32 sum of expf(x - max)); loss_row = double(lse) - double(x[target]), summed
 // in double; dlogits = expf(x - lse) * scale, minus scale at the target. Products and differences
@@ -17,6 +23,7 @@
 
 #include "framework/backend/cuda/ops/common.cuh"
 #include "framework/backend/cuda/ops/cross_entropy.hpp"
+#include "framework/backend/cuda/ops/map8.cuh"
 
 namespace strata::cuda_ops {
 namespace {
@@ -47,7 +54,8 @@ __device__ __forceinline__ float row_max_of(const void* x, std::int64_t base, st
 }
 
 // ---- forward: lse and per-row losses ------------------------------------------------------
-template <DT ldt>
+// kVec8: V % 8 == 0 and logits 16-byte aligned (the row's chunks of 8 are chunks of the tensor).
+template <DT ldt, bool kVec8>
 __global__ void __launch_bounds__(kRowThreads)
     ce_forward_rows_kernel(const void* logits, const std::int32_t* targets, float* lse,
                            double* row_loss, std::int64_t N, std::int64_t V) {
@@ -56,10 +64,26 @@ __global__ void __launch_bounds__(kRowThreads)
   // (which hold __syncthreads) are reached by all of them.
   for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const std::int64_t base = r * V;
-    const float m = row_max_of<ldt>(logits, base, V, scratch);
-    float s = 0.0f;
-    for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x)
-      s = __fadd_rn(s, expf(__fsub_rn(load(logits, ldt, base + j), m)));
+    float m, s = 0.0f;
+    if constexpr (kVec8) {
+      const std::int64_t c0 = base / 8, chunks = V / 8;
+      m = -INFINITY;
+      for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x) {
+        const Chunk8<ldt> x = load8<ldt>(logits, c0 + k);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) m = fmaxf(m, x.v[e]);
+      }
+      m = block_max(m, scratch);
+      for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x) {
+        const Chunk8<ldt> x = load8<ldt>(logits, c0 + k);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s = __fadd_rn(s, expf(__fsub_rn(x.v[e], m)));
+      }
+    } else {
+      m = row_max_of<ldt>(logits, base, V, scratch);
+      for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x)
+        s = __fadd_rn(s, expf(__fsub_rn(load(logits, ldt, base + j), m)));
+    }
     s = block_sum(s, scratch);
     const float l = __fadd_rn(m, logf(s));
     if (threadIdx.x == 0) {
@@ -100,7 +124,9 @@ __global__ void __launch_bounds__(kTotalThreads)
 // Purely elementwise given lse[r] and the target: each thread reads x[r, j] and then writes
 // dlogits[r, j] for its own columns only, so dlogits may alias logits. No block reductions (and
 // so no __syncthreads): the early `continue` of an ignored row is safe.
-template <DT ldt, DT ddt>
+// kVec8: V % 8 == 0 and logits and dlogits 16-byte aligned; each thread reads its 8 columns before
+// it writes them, so aliasing stays safe.
+template <DT ldt, DT ddt, bool kVec8>
 __global__ void __launch_bounds__(kRowThreads)
     ce_backward_kernel(const void* logits, const float* lse, const std::int32_t* targets,
                        std::int64_t vocab_start, float scale, void* dlogits, std::int64_t N,
@@ -108,6 +134,27 @@ __global__ void __launch_bounds__(kRowThreads)
   for (std::int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     const std::int64_t base = r * V;
     const std::int32_t t = targets[r];
+    if constexpr (kVec8) {
+      const std::int64_t c0 = base / 8, chunks = V / 8;
+      const float l = lse[r];
+      const std::int64_t jt = t < 0 ? -1 : local_target(t, vocab_start, V);
+      for (std::int64_t k = threadIdx.x; k < chunks; k += blockDim.x) {
+        float d[8];
+        if (t < 0) {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) d[e] = 0.0f;
+        } else {
+          const Chunk8<ldt> x = load8<ldt>(logits, c0 + k);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            d[e] = __fmul_rn(expf(__fsub_rn(x.v[e], l)), scale);
+            if (8 * k + e == jt) d[e] = __fsub_rn(d[e], scale);
+          }
+        }
+        store8<ddt>(dlogits, c0 + k, d);
+      }
+      continue;
+    }
     if (t < 0) {
       for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x)
         store(dlogits, ddt, base + j, 0.0f);
@@ -180,9 +227,14 @@ void launch_cross_entropy_forward(const void* logits, DT ldt, const std::int32_t
                                   float* lse, double* row_loss, double* sum, std::int64_t N,
                                   std::int64_t V, cudaStream_t s) {
   if (N <= 0) return;
+  const bool vec8 = V % 8 == 0 && aligned16(logits);
   with_dt(ldt, [&](auto L) {
-    ce_forward_rows_kernel<decltype(L)::value><<<row_blocks(N), kRowThreads, 0, s>>>(
-        logits, targets, lse, row_loss, N, V);
+    if (vec8)
+      ce_forward_rows_kernel<decltype(L)::value, true><<<row_blocks(N), kRowThreads, 0, s>>>(
+          logits, targets, lse, row_loss, N, V);
+    else
+      ce_forward_rows_kernel<decltype(L)::value, false><<<row_blocks(N), kRowThreads, 0, s>>>(
+          logits, targets, lse, row_loss, N, V);
   });
   ce_total_kernel<<<1, kTotalThreads, 0, s>>>(row_loss, targets, N, V, sum);
 }
@@ -192,10 +244,16 @@ void launch_cross_entropy_backward(const void* logits, DT ldt, const float* lse,
                                    float scale, void* dlogits, DT ddt, std::int64_t N,
                                    std::int64_t V, cudaStream_t s) {
   if (N <= 0 || V <= 0) return;
+  const bool vec8 = V % 8 == 0 && aligned16(logits) && aligned16(dlogits);
   with_dt(ldt, [&](auto L) {
     with_dt(ddt, [&](auto D) {
-      ce_backward_kernel<decltype(L)::value, decltype(D)::value><<<row_blocks(N), kRowThreads, 0, s>>>(
-          logits, lse, targets, vocab_start, scale, dlogits, N, V);
+      constexpr DT kL = decltype(L)::value, kD = decltype(D)::value;
+      if (vec8)
+        ce_backward_kernel<kL, kD, true><<<row_blocks(N), kRowThreads, 0, s>>>(
+            logits, lse, targets, vocab_start, scale, dlogits, N, V);
+      else
+        ce_backward_kernel<kL, kD, false><<<row_blocks(N), kRowThreads, 0, s>>>(
+            logits, lse, targets, vocab_start, scale, dlogits, N, V);
     });
   });
 }
