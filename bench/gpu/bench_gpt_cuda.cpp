@@ -4,8 +4,16 @@
 // synchronised at each step's end), MFU against the GPU's dense bf16 peak, and peak GPU memory (the
 // ledger's device tier: what tensors held; and the device's own view of used memory).
 //
+// With --offload (ZeRO-Offload's mode: ZeRO-3, the optimizer state, f32 masters, gradients and the
+// parameters' owned slices in pinned host memory, the host optimizer stepping them) it also
+// measures, in the same run, the pinned host<->GPU copy speed each way and the bytes each step
+// moves (cuda::copied_bytes), and reports the step time over that transfer bound and the achieved
+// TFLOP/s over DeepSpeed's published 40 TFLOP/s per GPU for ZeRO-Offload; --device-memory caps
+// the GPU (e.g. 16GiB, a T4's memory) as strata.memory.device_limit does.
+//
 //   bench_gpt_cuda [--layers 12 --embd 768 --heads 12 --seq 1024 --vocab 50304 --batch 8]
 //                  [--steps 20 --warmup 5 --dtype bf16|f32 --checkpointing --peak-tflops 989.5]
+//                  [--offload --device-memory 16GiB]
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -19,7 +27,9 @@
 #include "framework/backend/cuda_runtime.hpp"
 #include "framework/backend/stream.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/core/tensor.hpp"
 #include "framework/memory/ledger.hpp"
+#include "framework/memory/size.hpp"
 #include "framework/nn/gpt.hpp"
 #include "parallel/comm/init.hpp"
 #include "parallel/engine/training.hpp"
@@ -42,6 +52,41 @@ double peak_tflops_of(const std::string& name) {
   return 0.0;
 }
 
+// Pinned host <-> GPU copy speed (bytes/s) each way: `reps` copies of `bytes` on one stream,
+// timed from the host after a synchronisation (the first copy of each way is a warm-up).
+struct LinkSpeed {
+  double to_device = 0, to_host = 0;
+};
+LinkSpeed measure_link(std::size_t bytes, int reps) {
+  const Device gpu = Device::cuda(0);
+  TensorOptions host{Device::cpu(), Tier::host, Category::other};
+  host.pinned = true;
+  const auto n = static_cast<std::int64_t>(bytes);
+  Tensor h = Tensor::empty({n}, DType::u8, host);
+  Tensor d = Tensor::empty({n}, DType::u8, TensorOptions{gpu, Tier::device, Category::other});
+  const Stream s = current_stream(gpu);
+  auto time_way = [&](bool up) {
+    double best = 0;
+    for (int r = 0; r <= reps; ++r) {
+      const auto t0 = Clock::now();
+      cuda::memcpy_async(up ? d.raw() : h.raw(), up ? h.raw() : d.raw(), bytes,
+                         up ? cuda::CopyKind::host_to_device : cuda::CopyKind::device_to_host,
+                         s.handle());
+      s.synchronize();
+      const double bps = static_cast<double>(bytes) /
+                         std::chrono::duration<double>(Clock::now() - t0).count();
+      if (r > 0) best = std::max(best, bps);
+    }
+    return best;
+  };
+  LinkSpeed l;
+  l.to_device = time_way(true);
+  l.to_host = time_way(false);
+  return l;
+}
+
+constexpr double kDeepSpeedOffloadTflops = 40.0;  // ZeRO-Offload's published figure per GPU
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,7 +101,8 @@ int main(int argc, char** argv) {
   bool checkpointing = false;
   double peak_tflops = 0;
   std::uint64_t seed = 1337;
-  std::string dtype = "bf16";
+  std::string dtype = "bf16", device_memory;
+  bool offload = false;
   bench::add_gpt_shape_options(app, gc);
   app.add_option("--batch", batch, "micro-batch (sequences per step)");
   app.add_option("--steps", steps, "timed steps");
@@ -65,6 +111,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "initialisation and data seed");
   app.add_option("--peak-tflops", peak_tflops, "the GPU's dense peak for MFU (default: from its name)");
   app.add_option("--dtype", dtype, "bf16 (mixed precision) | f32")->check(CLI::IsMember({"f32", "bf16"}));
+  app.add_flag("--offload", offload,
+               "ZeRO-3 with the optimizer state and parameters in pinned host memory; also "
+               "measures the link and the bytes moved");
+  app.add_option("--device-memory", device_memory, "cap on GPU memory, e.g. 16GiB");
   CLI11_PARSE(app, argc, argv);
   if (steps < 1 || warmup < 0 || batch < 1) {
     std::fprintf(stderr, "bench_gpt_cuda: --steps and --batch must be >= 1, --warmup >= 0\n");
@@ -91,6 +141,14 @@ int main(int argc, char** argv) {
     cfg.strata.device = DeviceType::cuda;
     cfg.strata.activation_checkpointing =
       checkpointing ? config::Recompute::full : config::Recompute::none;
+    if (!device_memory.empty()) cfg.strata.memory.device_limit = parse_bytes(device_memory);
+    if (offload) {
+      cfg.zero_optimization.stage = 3;
+      cfg.zero_optimization.offload_optimizer.device = config::OffloadDevice::cpu;
+      cfg.zero_optimization.offload_optimizer.pin_memory = true;
+      cfg.zero_optimization.offload_param.device = config::OffloadDevice::cpu;
+      cfg.zero_optimization.offload_param.pin_memory = true;
+    }
     parallel::InitOptions io;
     io.transport = "local";
     parallel::World world(io);
@@ -107,8 +165,9 @@ int main(int argc, char** argv) {
         tgt[i] = static_cast<std::int32_t>(rng.next_below(static_cast<std::uint32_t>(gc.vocab_size)));
       }
     };
-    std::vector<double> step_s, fwd_s, bwd_s, opt_s, losses;
+    std::vector<double> step_s, fwd_s, bwd_s, opt_s, losses, up_b, down_b;
     for (int s = 0; s < warmup + steps; ++s) {
+      const cuda::CopiedBytes c0 = cuda::copied_bytes();
       const auto t0 = Clock::now();
       const parallel::EngineStep es = job.step(next_batch);
       gpu.synchronize();  // the step's last kernels (the optimizer's) have run
@@ -119,6 +178,9 @@ int main(int argc, char** argv) {
         fwd_s.push_back(es.times.forward);
         bwd_s.push_back(es.times.backward);
         opt_s.push_back(es.times.optimizer);
+        const cuda::CopiedBytes c1 = cuda::copied_bytes();
+        up_b.push_back(static_cast<double>(c1.to_device - c0.to_device));
+        down_b.push_back(static_cast<double>(c1.to_host - c0.to_host));
       }
     }
     const double step = median(step_s), tps = static_cast<double>(tokens) / step;
@@ -130,6 +192,22 @@ int main(int argc, char** argv) {
     const std::string gpu_name = cuda::describe_devices();
     if (peak_tflops <= 0) peak_tflops = peak_tflops_of(gpu_name);
     const double achieved = flops_per_token * tps;
+    // Offload: the step against the link. The bound is the larger way's bytes over its measured
+    // speed (the link copies both ways at once); the step cannot be faster than that.
+    std::string offload_json = "\"offload\": false";
+    if (offload) {
+      const LinkSpeed link = measure_link(std::size_t{256} << 20, 5);
+      const double up = median(up_b), down = median(down_b);
+      const double bound = std::max(up / link.to_device, down / link.to_host);
+      offload_json = fmt::format(
+          "\"offload\": true, \"device_limit_bytes\": {}, \"to_device_bytes_per_step\": {:.0f}, "
+          "\"to_host_bytes_per_step\": {:.0f}, \"link_to_device_gbps\": {:.2f}, "
+          "\"link_to_host_gbps\": {:.2f}, \"transfer_bound_ms\": {:.3f}, "
+          "\"step_over_transfer_bound\": {:.2f}, \"tflops_over_deepspeed_offload_40\": {:.3f}",
+          cfg.strata.memory.device_limit.value_or(0), up, down, link.to_device * 1e-9,
+          link.to_host * 1e-9, bound * 1e3, bound > 0 ? step / bound : 0.0,
+          achieved * 1e-12 / kDeepSpeedOffloadTflops);
+    }
     std::printf(
         "%s\n",
         fmt::format(
@@ -140,14 +218,14 @@ int main(int argc, char** argv) {
             "\"peak_memory_bytes\": {}, \"checkpointing\": {}, \"params\": {}, \"config\": "
             "{{\"n_layer\": {}, \"n_embd\": {}, \"n_head\": {}, \"seq\": {}, \"batch\": {}, "
             "\"vocab\": {}}}, \"steps\": {}, \"warmup\": {}, \"loss_first\": {:.5f}, "
-            "\"loss_last\": {:.5f}}}",
+            "\"loss_last\": {:.5f}, {}}}",
             gpu_name, dtype, tps, step * 1e3,
             *std::min_element(step_s.begin(), step_s.end()) * 1e3,
             *std::max_element(step_s.begin(), step_s.end()) * 1e3, median(fwd_s) * 1e3,
             median(bwd_s) * 1e3, median(opt_s) * 1e3, achieved * 1e-12, peak_tflops,
             peak_tflops > 0 ? achieved * 1e-12 / peak_tflops : 0.0, ledger.peak(Tier::device),
             checkpointing, job.store().total_numel(), gc.n_layer, gc.n_embd, gc.n_head, T, B,
-            gc.vocab_size, steps, warmup, losses.front(), losses.back())
+            gc.vocab_size, steps, warmup, losses.front(), losses.back(), offload_json)
             .c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -61,6 +61,13 @@ void stream_wait_event(void* stream, void* event);
 void event_synchronize(void* event);
 bool event_query(void* event);
 void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, void* stream);
+// Bytes this process has queued or copied between host and GPU memory through memcpy and
+// memcpy_async, by their kind, since it started: what offload moves over the link (bench/gpu's
+// offload run sets it against the link's measured speed). Device-to-device copies are not counted.
+struct CopiedBytes {
+  std::uint64_t to_device = 0, to_host = 0;
+};
+CopiedBytes copied_bytes();
 // Sets `bytes` bytes of device memory to `value`, queued on `stream`.
 void memset_async(void* dst, int value, std::size_t bytes, void* stream);
 // Writes `count` copies of the `pattern_bytes`-byte value at `pattern` (1, 2, 4 or 8 bytes) to

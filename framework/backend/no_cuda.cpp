@@ -29,6 +29,7 @@ void stream_destroy(void*) {}
 void stream_synchronize(void*) {}
 std::uint64_t host_waits() { return 0; }
 void note_host_wait() {}
+CopiedBytes copied_bytes() { return {}; }
 void* event_create(int) {
   user_fail("cuda", "a CUDA event was asked for but this Strata build has no CUDA support");
 }

@@ -118,7 +118,16 @@ void stream_destroy(void* stream) {
 }
 namespace {
 std::atomic<std::uint64_t> g_host_waits{0};
+std::atomic<std::uint64_t> g_to_device{0}, g_to_host{0};
+void count_copy(std::size_t bytes, CopyKind kind) {
+  if (kind == CopyKind::host_to_device) g_to_device.fetch_add(bytes, std::memory_order_relaxed);
+  if (kind == CopyKind::device_to_host) g_to_host.fetch_add(bytes, std::memory_order_relaxed);
+}
 }  // namespace
+
+CopiedBytes copied_bytes() {
+  return {g_to_device.load(std::memory_order_relaxed), g_to_host.load(std::memory_order_relaxed)};
+}
 
 std::uint64_t host_waits() { return g_host_waits.load(std::memory_order_relaxed); }
 void note_host_wait() { g_host_waits.fetch_add(1, std::memory_order_relaxed); }
@@ -157,6 +166,7 @@ bool event_query(void* event) {
   return false;
 }
 void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, void* stream) {
+  count_copy(bytes, kind);
   STRATA_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind_of(kind), static_cast<cudaStream_t>(stream)));
 }
 
@@ -177,6 +187,7 @@ void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind) {
                            : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
                                                               : cudaMemcpyDeviceToDevice;
   note_host_wait();
+  count_copy(bytes, kind);
   STRATA_CHECK_CUDA(cudaMemcpy(dst, src, bytes, k));
 }
 

@@ -102,6 +102,7 @@ TEST(Transfer, cuda_CopiesRunOnTheCopyStreamOrderedByEvents) {
   StagingBuffers bufs(2, n * 4, pinned);
   CopyStream up(gpu), down(gpu);
   const TensorOptions dev{gpu, Tier::device, Category::other, &ledger};
+  const cuda::CopiedBytes before = cuda::copied_bytes();
   for (int round = 0; round < 4; ++round) {
     Tensor h = bufs.take(static_cast<std::int64_t>(n), DType::f32);
     const std::vector<float> v = iota(n, static_cast<float>(round));
@@ -116,6 +117,10 @@ TEST(Transfer, cuda_CopiesRunOnTheCopyStreamOrderedByEvents) {
       ASSERT_EQ(back.data<float>()[i], i < 100 ? -1.0f : v[i]) << "round " << round << ", " << i;
   }
   bufs.synchronize();
+  // Each round moved n floats up and n down (the fill is on the GPU): what offload's figures count.
+  const cuda::CopiedBytes after = cuda::copied_bytes();
+  EXPECT_EQ(after.to_device - before.to_device, 4 * n * 4);
+  EXPECT_EQ(after.to_host - before.to_host, 4 * n * 4);
 }
 
 // Tensor::copy_from between a GPU and the host with a dtype conversion converts on the host (the
