@@ -180,17 +180,20 @@ void Gpt::check_sequence_split(std::int64_t T) const {
               "strata.sequence_parallel to false", T, tp_.size, tp_.size);
 }
 
+// Every caller has checked the tokens on the host (check_tokens; GptStage the same way), before the
+// batch went up: the op need not check them again (on a GPU that would be a wait of the host).
 Tensor Gpt::embed(Context& ctx, const Tensor& tokens) {
   const std::int64_t N = tokens.numel();
   Tensor x = ctx.act(Shape{N, cfg_.n_embd});
   if (tp_.size == 1) {
-    ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x);
+    ops::embedding_forward(tokens, value_of(*wte_), value_of(*wpe_), x, -1,
+                           ops::TokenCheck::done_by_caller);
     return x;
   }
   // Each part looks up the tokens of its vocabulary slice (0 for the others), part 0 adds the
   // positions, and the sum over the parts is the whole embedding (exactly: one term is nonzero).
   ops::embedding_forward(tokens, value_of(*wte_), tp_.index == 0 ? value_of(*wpe_) : Tensor(), x,
-                         vocab_start_);
+                         vocab_start_, ops::TokenCheck::done_by_caller);
   if (tp_.splits_tokens()) {
     check_sequence_split(tokens.dim(1));
     return sp_scatter(ctx, tp_, x, "the vocabulary-parallel embedding");  // this part's tokens
@@ -244,7 +247,7 @@ void Gpt::embed_backward(Context& ctx, const Tensor& tokens, const Tensor& dx_pa
                         ? sp_gather(ctx, tp_, dx_part, "the vocabulary-parallel embedding")
                         : dx_part;
   ops::embedding_backward(tokens, dx, grad_of(*wte_), grad_of(*wpe_),
-                          tp_.size == 1 ? -1 : vocab_start_);
+                          tp_.size == 1 ? -1 : vocab_start_, ops::TokenCheck::done_by_caller);
 }
 
 std::int64_t Gpt::count_targets(const Tensor& targets) const {

@@ -122,7 +122,8 @@ class Gpt : public Model {
   // parallelism: gathered first) and its backward from the logits' gradient into the ln_f
   // output's (accumulating wte's gradient); the cross-entropy's sum over tokens of its logits
   // (f64 [1] where the logits are; lse [N] kept for backward) and its backward into the logits,
-  // in place; the embedding's backward.
+  // in place; the embedding's backward. embed and embed_backward take tokens their caller has
+  // checked on the host (check_tokens): the ops are told so and do not check them again.
   Tensor embed(Context& ctx, const Tensor& tokens);
   Tensor head_forward(Context& ctx, const Tensor& xf);
   Tensor head_backward(Context& ctx, const Tensor& dlogits, const Tensor& xf);

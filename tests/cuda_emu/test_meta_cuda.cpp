@@ -201,18 +201,22 @@ EMU_TEST("meta_cuda", layers_charge_what_the_cuda_ops_allocate) {
     // embedding: tokens [3, 20] over 50 rows (and a vocabulary slice of 30 rows from 10).
     const int V = 50, Cw = 9, Bt = 3, Tt = 20;
     const Spec tok{Shape{Bt, Tt}, DType::i32, V};
-    expect_same("embedding_forward" + k, {tok, f({V, Cw}, d), f({Tt, Cw}, d), f({Bt * Tt, Cw}, d)},
-                [](const ops::OpTable& t, std::vector<Tensor>& v) {
-                  t.embedding_forward(v[0], v[1], v[2], v[3], -1);
-                });
-    for (const bool dwte : {true, false})
-      for (const bool slice : {false, true})
-        expect_same("embedding_backward" + k + (dwte ? " dwte" : " no dwte") + (slice ? " slice" : ""),
-                    {tok, f({Bt * Tt, Cw}, d), dwte ? f({slice ? 30 : V, Cw}, d) : kNone,
-                     f({Tt, Cw}, d)},
-                    [slice](const ops::OpTable& t, std::vector<Tensor>& v) {
-                      t.embedding_backward(v[0], v[1], v[2], v[3], slice ? 10 : -1);
-                    });
+    // Checked in the op (its flag is a workspace) or by the caller (none).
+    for (const auto check : {strata::ops::TokenCheck::in_op, strata::ops::TokenCheck::done_by_caller}) {
+      const std::string kc = k + (check == strata::ops::TokenCheck::in_op ? "" : " caller-checked");
+      expect_same("embedding_forward" + kc, {tok, f({V, Cw}, d), f({Tt, Cw}, d), f({Bt * Tt, Cw}, d)},
+                  [check](const ops::OpTable& t, std::vector<Tensor>& v) {
+                    t.embedding_forward(v[0], v[1], v[2], v[3], -1, check);
+                  });
+      for (const bool dwte : {true, false})
+        for (const bool slice : {false, true})
+          expect_same("embedding_backward" + kc + (dwte ? " dwte" : " no dwte") + (slice ? " slice" : ""),
+                      {tok, f({Bt * Tt, Cw}, d), dwte ? f({slice ? 30 : V, Cw}, d) : kNone,
+                       f({Tt, Cw}, d)},
+                      [slice, check](const ops::OpTable& t, std::vector<Tensor>& v) {
+                        t.embedding_backward(v[0], v[1], v[2], v[3], slice ? 10 : -1, check);
+                      });
+    }
     // cross-entropy: logits [N, 37].
     for (const int N : {24, 0}) {
       const Spec tg{Shape{N}, DType::i32, 37};

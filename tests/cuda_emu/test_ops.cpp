@@ -242,6 +242,31 @@ EMU_TEST("ops", embedding_checks_and_workspaces) {
                [&] { ops::embedding_forward(bad, te, tp, out, 10); },
                "token -3 at position 45 is outside the vocabulary [0, 50)");
   expect_ok("embedding errors");
+  // The caller has checked the tokens (the GPT does, on the host, before the batch goes up): the
+  // op does not check them (no wait for a result), and a token outside the table still reads and
+  // writes nothing out of bounds (AddressSanitizer): its row is its position's alone, no gradient.
+  const std::vector<float> wpe32 = wpe.f32();
+  const HostArr dwte_before = arr_of(tdwte, DT::f16);
+  ops::embedding_forward(bad, te, tp, out, -1, strata::ops::TokenCheck::done_by_caller);
+  ops::embedding_backward(bad, tdo, tdwte, Tensor(), -1, strata::ops::TokenCheck::done_by_caller);
+  expect_ok("embedding ops, tokens checked by the caller");
+  const HostArr got = arr_of(out, DT::f32);
+  for (const int pos : {37, 45})
+    for (int c = 0; c < C; ++c)
+      expect_close(fmt("embedding_forward, caller-checked bad token at %d", pos),
+                   got.get(std::int64_t{pos} * C + c),
+                   wpe32[static_cast<std::size_t>((pos % T) * C + c)], 0.0, 0.0);
+  // The bad tokens' gradients went nowhere: dwte moved only in the good tokens' rows.
+  const HostArr dwte_after = arr_of(tdwte, DT::f16);
+  std::vector<bool> used(V, false);
+  for (std::size_t i = 0; i < tok.size(); ++i)
+    if (tok[i] >= 0 && tok[i] < V) used[static_cast<std::size_t>(tok[i])] = true;
+  for (int r = 0; r < V; ++r)
+    if (!used[static_cast<std::size_t>(r)])
+      for (int c = 0; c < C; ++c)
+        expect_close(fmt("embedding_backward, caller-checked: untouched row %d", r),
+                     dwte_after.get(std::int64_t{r} * C + c),
+                     dwte_before.get(std::int64_t{r} * C + c), 0.0, 0.0);
 }
 
 EMU_TEST("ops", cross_entropy_read_back_and_errors) {

@@ -210,8 +210,9 @@ void check_tokens(const char* op, const Tensor& tokens, int V, std::int64_t voca
                  "{}: token {} at position {} is outside the vocabulary [0, {})", op, t[i], i, V);
 }
 
+// The CPU checks even when the caller has (a loop over the tokens, no wait for anything).
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       const Tensor& o, std::int64_t vocab_start) {
+                       const Tensor& o, std::int64_t vocab_start, ops::TokenCheck) {
   check_tokens("embedding_forward", tokens, dim(wte, 0), vocab_start);
   In32 e32(wte), p32(wpe);
   Out32 o32(o);
@@ -222,7 +223,7 @@ void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wp
 }
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                        const Tensor& dwpe, std::int64_t vocab_start) {
+                        const Tensor& dwpe, std::int64_t vocab_start, ops::TokenCheck) {
   if (dwte.defined()) check_tokens("embedding_backward", tokens, dim(dwte, 0), vocab_start);
   In32 d32(dout);
   Acc32 e32(dwte), p32(dwpe);

@@ -120,13 +120,13 @@ void attention_backward(const Tensor& qkv, const Tensor&, const Tensor&, const T
 void token_flag(const Tensor& tokens) { Tensor flag = workspace(tokens, Shape{1}, DType::i64); }
 
 void embedding_forward(const Tensor& tokens, const Tensor&, const Tensor&, const Tensor&,
-                       std::int64_t) {
-  token_flag(tokens);
+                       std::int64_t, ops::TokenCheck check) {
+  if (check == ops::TokenCheck::in_op) token_flag(tokens);
 }
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte, const Tensor&,
-                        std::int64_t) {
-  if (dwte.defined()) token_flag(tokens);
+                        std::int64_t, ops::TokenCheck check) {
+  if (dwte.defined() && check == ops::TokenCheck::in_op) token_flag(tokens);
   const std::int64_t N = tokens.numel(), C = dout.dim(1);
   if (!dwte.defined() || N <= 0 || C <= 0 || dwte.dim(0) <= 0) return;
   std::size_t bytes = 0;

@@ -106,13 +106,13 @@ void attention_backward(const Tensor& qkv, const Tensor& o, const Tensor&, const
 }
 
 void embedding_forward(const Tensor&, const Tensor& wte, const Tensor& wpe, const Tensor& o,
-                       std::int64_t) {
+                       std::int64_t, ops::TokenCheck) {
   In32 e32(wte), p32(wpe);
   Out32 o32(o);
 }
 
 void embedding_backward(const Tensor&, const Tensor& dout, const Tensor& dwte, const Tensor& dwpe,
-                        std::int64_t) {
+                        std::int64_t, ops::TokenCheck) {
   In32 d32(dout);
   Acc32 e32(dwte), p32(dwpe);
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 
+#include "framework/backend/ops/token_check.hpp"
 #include "framework/core/tensor.hpp"
 #include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
@@ -42,9 +43,11 @@ struct OpTable {
   void (*attention_backward)(const Tensor& qkv, const Tensor& out, const Tensor& lse,
                              const Tensor& dout, const Tensor& dqkv, int n_head) = nullptr;
   void (*embedding_forward)(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                            const Tensor& out, std::int64_t vocab_start) = nullptr;
+                            const Tensor& out, std::int64_t vocab_start,
+                            ops::TokenCheck check) = nullptr;
   void (*embedding_backward)(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                             const Tensor& dwpe, std::int64_t vocab_start) = nullptr;
+                             const Tensor& dwpe, std::int64_t vocab_start,
+                             ops::TokenCheck check) = nullptr;
   void (*cross_entropy_forward)(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                                 const Tensor& sum) = nullptr;
   void (*cross_entropy_backward)(const Tensor& logits, const Tensor& lse, const Tensor& targets,

@@ -227,7 +227,7 @@ void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
 }
 
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       const Tensor& out, std::int64_t vocab_start) {
+                       const Tensor& out, std::int64_t vocab_start, TokenCheck check) {
   const char* op = "embedding_forward";
   check_i32(op, "tokens", tokens);
   STRATA_CHECK(tokens.rank() == 2, "ops", "{}: tokens {} must be [B, T]", op, tokens.shape().str());
@@ -241,11 +241,11 @@ void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wp
                  "{}: wpe {} does not cover {} positions of width {}", op, wpe.shape().str(), T, C);
   }
   check_shape(op, "out", out, Shape{tokens.numel(), C});
-  table(op, {&tokens, &wte, &wpe, &out}).embedding_forward(tokens, wte, wpe, out, vocab_start);
+  table(op, {&tokens, &wte, &wpe, &out}).embedding_forward(tokens, wte, wpe, out, vocab_start, check);
 }
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                        const Tensor& dwpe, std::int64_t vocab_start) {
+                        const Tensor& dwpe, std::int64_t vocab_start, TokenCheck check) {
   const char* op = "embedding_backward";
   check_i32(op, "tokens", tokens);
   STRATA_CHECK(tokens.rank() == 2, "ops", "{}: tokens {} must be [B, T]", op, tokens.shape().str());
@@ -261,7 +261,7 @@ void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& 
     STRATA_CHECK(dwpe.dim(1) == C && dwpe.dim(0) >= T, "ops",
                  "{}: dwpe {} does not cover {} positions of width {}", op, dwpe.shape().str(), T, C);
   }
-  table(op, {&tokens, &dout, &dwte, &dwpe}).embedding_backward(tokens, dout, dwte, dwpe, vocab_start);
+  table(op, {&tokens, &dout, &dwte, &dwpe}).embedding_backward(tokens, dout, dwte, dwpe, vocab_start, check);
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 
+#include "framework/backend/ops/token_check.hpp"
 #include "framework/core/tensor.hpp"
 #include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
@@ -62,13 +63,16 @@ void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
 // out[b*T+t, :] = wte[tokens[b,t], :] + wpe[t, :]; tokens i32 [B,T], wte [V,C], wpe [>=T, C],
 // out [B*T, C]. Tokens outside [0, V) are an error. With vocab_start >= 0, wte is the slice
 // [vocab_start, vocab_start + V) of a vocabulary-parallel table: a token outside it (>= 0) adds
-// nothing, and wpe is optional.
+// nothing, and wpe is optional. check: TokenCheck::done_by_caller when the caller has checked the
+// tokens already (token_check.hpp; the CUDA op then does not wait for its own check).
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       const Tensor& out, std::int64_t vocab_start = -1);
+                       const Tensor& out, std::int64_t vocab_start = -1,
+                       TokenCheck check = TokenCheck::in_op);
 // dwte[tokens[b,t]] += dout[b*T+t]; dwpe[t] += sum over b of dout[b*T+t] (either optional).
 // Deterministic order (no atomics). vocab_start >= 0: dwte is that slice's rows (as forward).
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                        const Tensor& dwpe, std::int64_t vocab_start = -1);
+                        const Tensor& dwpe, std::int64_t vocab_start = -1,
+                        TokenCheck check = TokenCheck::in_op);
 
 // ---- cross-entropy over a vocabulary, whole or in pieces ----
 // Softmax cross-entropy of logits [N,V] against targets i32 [N] (< 0: ignored row). Writes

@@ -96,7 +96,7 @@ TEST(MetaCudaGpu, cuda_EmbeddingBackwardIsChargedCubsStorage) {
                   {{Shape{B, T}, DType::i32}, {Shape{B * T, C}, DType::bf16},
                    {Shape{V, C}, DType::bf16}, {Shape{T, C}, DType::bf16}},
                   [](const ops::OpTable& t, std::vector<Tensor>& v) {
-                    t.embedding_backward(v[0], v[1], v[2], v[3], -1);
+                    t.embedding_backward(v[0], v[1], v[2], v[3], -1, ops::TokenCheck::in_op);
                   });
       // The bound a plan made without a GPU charges covers CUB's figure.
       std::size_t exact = 0;

@@ -4,9 +4,10 @@
 // the CPU's Acc32; f32: each position added in turn, as the CPU).
 //
 // Tokens are validated as the CPU table's check_tokens does, with the same message, by a small
-// kernel whose result is copied back to the host: this SYNCHRONISES the stream once per call,
-// so twice per micro-batch in training (forward and backward; cuda::host_waits counts them, and
-// the GPT has already checked its tokens on the host). Raising the error asynchronously is open.
+// kernel whose result is copied back to the host: this SYNCHRONISES the stream (cuda::host_waits
+// counts it). The GPT and its pipeline stages check their tokens on the host before the batch goes
+// up and pass ops::TokenCheck::done_by_caller, so a training step has no such wait; a direct call
+// with the default still gets the CPU's error at once.
 #include <algorithm>
 #include <climits>
 
@@ -39,11 +40,11 @@ void check_tokens(const char* op, const Tensor& tokens, std::int64_t V, std::int
 }  // namespace
 
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       const Tensor& out, std::int64_t vocab_start) {
+                       const Tensor& out, std::int64_t vocab_start, ops::TokenCheck check) {
   const char* op = "embedding_forward";
   const cudaStream_t s = stream_of(tokens);
   const std::int64_t T = tokens.dim(1), N = tokens.numel(), V = wte.dim(0), C = wte.dim(1);
-  check_tokens(op, tokens, V, vocab_start, s);
+  if (check == ops::TokenCheck::in_op) check_tokens(op, tokens, V, vocab_start, s);
   STRATA_CHECK(C <= INT_MAX, "cuda", "{}: width {} is too large", op, C);
   launch_embedding_forward(static_cast<const std::int32_t*>(tokens.raw()), wte.raw(), dt(wte),
                            std::max<std::int64_t>(vocab_start, 0), V,
@@ -54,11 +55,12 @@ void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wp
 }
 
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                        const Tensor& dwpe, std::int64_t vocab_start) {
+                        const Tensor& dwpe, std::int64_t vocab_start, ops::TokenCheck check) {
   const char* op = "embedding_backward";
   const cudaStream_t s = stream_of(tokens);
   const std::int64_t B = tokens.dim(0), T = tokens.dim(1), N = tokens.numel(), C = dout.dim(1);
-  if (dwte.defined()) check_tokens(op, tokens, dwte.dim(0), vocab_start, s);
+  if (dwte.defined() && check == ops::TokenCheck::in_op)
+    check_tokens(op, tokens, dwte.dim(0), vocab_start, s);
   STRATA_CHECK(C <= INT_MAX, "cuda", "{}: width {} is too large", op, C);
   if (dwpe.defined()) {
     launch_embedding_backward_dwpe(dout.raw(), dt(dout), dwpe.raw(), dt(dwpe), B, T,

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <span>
 
+#include "framework/backend/ops/token_check.hpp"
 #include "framework/core/tensor.hpp"
 #include "framework/optim/adafactor.hpp"
 #include "framework/optim/adamw.hpp"
@@ -48,9 +49,11 @@ void attention_forward(const Tensor& qkv, const Tensor& out, const Tensor& lse, 
 void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
                         const Tensor& dout, const Tensor& dqkv, int n_head);
 void embedding_forward(const Tensor& tokens, const Tensor& wte, const Tensor& wpe,
-                       const Tensor& out, std::int64_t vocab_start);
+                       const Tensor& out, std::int64_t vocab_start,
+                       ops::TokenCheck check = ops::TokenCheck::in_op);
 void embedding_backward(const Tensor& tokens, const Tensor& dout, const Tensor& dwte,
-                        const Tensor& dwpe, std::int64_t vocab_start);
+                        const Tensor& dwpe, std::int64_t vocab_start,
+                        ops::TokenCheck check = ops::TokenCheck::in_op);
 void cross_entropy_forward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                            const Tensor& sum);
 void cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& targets,
