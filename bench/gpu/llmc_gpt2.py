@@ -6,6 +6,8 @@ pytorch_gpt2.py's form (mode "llmc": tokens_per_s, step_ms, mfu, peak_memory_byt
 
     llmc_gpt2.py LLMC.tar.gz [--model 124M|350M] [--batch 8] [--seq 1024] [--steps 30]
                  [--warmup 10] [--work DIR] [--json-out FILE]
+    llmc_gpt2.py --self-test    # what needs no GPU: the output's parsing, the token files
+
 
 What it changes in llm.c, so that it builds with CUDA 13 and without Open MPI, NCCL or cuDNN
 (the GPU machine has none): `make NO_MULTI_GPU=1 NO_USE_MPI=1 USE_CUDNN=0`, the code for the
@@ -118,7 +120,42 @@ def nvcc_major():
     return m.group(1) if m else "0"
 
 
+SAMPLE = """device memory usage: 23456 MiB / 143771 MiB
+step    1/30 | loss 11.012345 (+nanz)| norm 15.1234 (+nanz)| lr 3.00e-04 | 1234.56 ms | 12.3% bf16 MFU | 6789 tok/s
+step   11/30 | loss 7.500000 (+1.20z)| norm 1.2345 (+0.10z)| lr 3.00e-04 | 18.50 ms | 45.6% bf16 MFU | 440000 tok/s
+step   12/30 | loss 7.400000 (-0.20z)| norm 1.1345 (-0.10z)| lr 3.00e-04 | 18.70 ms | 45.1% bf16 MFU | 441000 tok/s"""
+
+
+def self_test():
+    """Checks what needs no GPU; returns the problems found."""
+    problems = []
+    steps, timed, mem = parse(SAMPLE.splitlines(), 10)
+    if [s["step"] for s in steps] != [1, 11, 12] or [s["step"] for s in timed] != [11, 12]:
+        problems.append(f"step lines parsed as {steps}")
+    if timed and (timed[0]["ms"] != 18.5 or timed[0]["mfu"] != 0.456 or timed[1]["loss"] != 7.4):
+        problems.append(f"step fields parsed as {timed}")
+    if mem != 23456 * 2**20:
+        problems.append(f"memory parsed as {mem}")
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.bin")
+        write_tokens(path, 1000, 50257, 1)
+        raw = open(path, "rb").read()
+        header = struct.unpack("<256i", raw[:1024])
+        tokens = struct.unpack("<1000H", raw[1024:])
+        if header[:3] != (20240520, 1, 1000) or len(raw) != 1024 + 2000:
+            problems.append(f"token file header {header[:3]}, {len(raw)} bytes")
+        if max(tokens) >= 50257 or len(set(tokens)) < 900:
+            problems.append("token file: ids outside the vocabulary or not random")
+    return problems
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        problems = self_test()
+        for p in problems:
+            print("llmc_gpt2 self-test: " + p, file=sys.stderr)
+        print("llmc_gpt2 self-test: " + ("ok" if not problems else f"{len(problems)} problem(s)"))
+        return 1 if problems else 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("source", help="a .tar.gz of llm.c's tree (git archive --prefix=llm.c/ HEAD)")
     ap.add_argument("--model", choices=sorted(MODELS), default="124M")
