@@ -83,9 +83,12 @@ TEST_P(TensorEquivalence, MatchesOneRank) {
     // exact arithmetic; see compare_weights) within 1e-4 absolute.
     EXPECT_LT(cmp.worst_rel_l2, 1e-5) << cmp.worst;
     // Lion moves every element by lr, also where round-off alone decides the sign: the key
-    // biases (zero gradient) of the parts and of tp = 1 may step apart by 2·lr a step (measured
-    // 8e-3 after 6 steps of 1e-3 at tp 2 and 4; the other weights agree bitwise).
-    EXPECT_LT(cmp.key_bias_abs, k.lion ? 2 * 1e-3 * steps : 1e-4);
+    // biases (zero gradient) of the parts and of tp = 1 may step apart by 2·lr a step, at most
+    // 2·lr·steps in all (measured 8e-3 after 6 steps of 1e-3 at tp 2 and 4 on an AVX-512 machine;
+    // 1.2e-2, every step apart, on an AVX2 one; the other weights agree bitwise), plus the f32
+    // rounding of the weights.
+    if (k.lion) EXPECT_LE(cmp.key_bias_abs, 2 * 1e-3 * steps * (1 + 1e-5));
+    else EXPECT_LT(cmp.key_bias_abs, 1e-4);
     EXPECT_TRUE(replicated_mismatches(*par.training).empty())
         << "replicated parameters differ between tensor-parallel parts";
   }
