@@ -50,7 +50,8 @@ void stream_destroy(void* stream);
 void stream_synchronize(void* stream);
 // Times this process's host has waited for a GPU's stream to run everything queued on it so far:
 // stream_synchronize, the blocking memcpy, and the CUDA ops' own reads of a value (note_host_wait).
-// Waits for one event (a staging buffer's copy, a communication) are not counted. A training step
+// Waits for one event (a staging buffer's copy, a communication) are not counted, but for the
+// losses' read (nn::LossSums, when its copy has not run yet: note_host_wait). A training step
 // is meant to wait a fixed number of times, however many micro-batches (tests/unit/gpu).
 std::uint64_t host_waits();
 void note_host_wait();

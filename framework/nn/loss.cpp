@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "framework/backend/cuda_runtime.hpp"
 #include "framework/backend/stream.hpp"
 #include "framework/core/error.hpp"
+#include "framework/core/meta_device.hpp"
 
 namespace strata::nn {
 
@@ -21,7 +23,16 @@ double Loss::value() const {
   return mean(sum_.device().is_meta() ? 0.0 : sum_.item(), divisor_);  // a plan has no values
 }
 
+LossSums::~LossSums() {
+  if (!reading_) return;
+  try {
+    for (const Event& e : copied_) e.synchronize();
+  } catch (...) {  // a GPU error: nothing more to wait for
+  }
+}
+
 void LossSums::add(const Loss& loss) {
+  STRATA_CHECK(!reading_, "nn", "a loss added after LossSums::begin_read, before total()");
   if (loss.on_host()) {
     entries_.push_back(Entry{loss.value(), 0, -1, 0});
     return;
@@ -49,6 +60,30 @@ void LossSums::add(const Loss& loss) {
   entries_.push_back(Entry{0, loss.divisor(), static_cast<int>(b), used++});
 }
 
+void LossSums::begin_read() {
+  STRATA_CHECK(!reading_, "nn", "LossSums::begin_read twice before total()");
+  reading_ = true;
+  host_.resize(bufs_.size());
+  copied_.resize(bufs_.size());
+  for (std::size_t b = 0; b < bufs_.size(); ++b) {
+    const Tensor& buf = bufs_[b];
+    const bool gpu = buf.device().is_cuda();
+    // A GPU job's plan (meta_cuda) is charged the host buffer a GPU's read keeps.
+    if (used_[b] == 0 || !(gpu || is_meta_cuda(buf.device()))) continue;
+    if (!host_[b].defined() || host_[b].numel() < buf.numel()) {
+      const TensorOptions o =
+          TensorOptions{gpu ? Device::cpu() : Device::meta(), Tier::host, Category::other,
+                        buf.storage() ? buf.storage()->ledger() : nullptr}
+              .pinned_if(gpu);
+      host_[b] = Tensor::empty(Shape{buf.numel()}, DType::f64, o);
+    }
+    if (!gpu) continue;
+    const Stream stream = current_stream(buf.device());
+    copy_async(host_[b].slice(0, 0, used_[b]), buf.slice(0, 0, used_[b]), stream);
+    copied_[b].record(stream);
+  }
+}
+
 double LossSums::total() {
   std::vector<std::vector<double>> values(bufs_.size());
   for (std::size_t b = 0; b < bufs_.size(); ++b) {
@@ -58,8 +93,18 @@ double LossSums::total() {
     values[b].assign(static_cast<std::size_t>(used_[b]), 0.0);
     if (buf.device().is_meta()) continue;  // a plan's step: no values
     const Tensor used = buf.slice(0, 0, used_[b]);
-    const Tensor host =
-        buf.device().is_cpu() ? used : used.to(DType::f64, TensorOptions{}.with(Tier::host));
+    Tensor host;
+    if (buf.device().is_cpu()) {
+      host = used;
+    } else if (reading_) {
+      if (!copied_[b].query()) {  // a host wait only if the GPU has not run the copy yet
+        cuda::note_host_wait();
+        copied_[b].synchronize();
+      }
+      host = host_[b];
+    } else {
+      host = used.to(DType::f64, TensorOptions{}.with(Tier::host));
+    }
     std::copy_n(host.data<double>(), used_[b], values[b].begin());
   }
   double total = 0;
@@ -73,6 +118,11 @@ double LossSums::total() {
 }
 
 void LossSums::forget() {
+  // A read begun and not finished (a step that failed): its copies are waited for before the
+  // host buffers can take the next ones.
+  if (reading_)
+    for (const Event& e : copied_) e.synchronize();
+  reading_ = false;
   entries_.clear();
   std::fill(used_.begin(), used_.end(), 0);
 }

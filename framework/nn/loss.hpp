@@ -5,12 +5,15 @@
 // divided by (known on the host: the count of what the model counts, e.g. its valid targets). The
 // engine adds a step's micro-batch losses to a LossSums, which reads them all with one host read
 // at the end of the step instead of one per micro-batch. A model that computes its loss on the
-// host gives a value.
+// host gives a value. On a GPU the engine starts that read (begin_read: a copy to pinned host
+// memory, queued) before the step's read of its gradient sums and finishes it (total) after: the
+// host waits for the GPU once for both.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
+#include "framework/backend/stream.hpp"
 #include "framework/core/tensor.hpp"
 
 namespace strata::nn {
@@ -38,9 +41,20 @@ class Loss {
 
 class LossSums {
  public:
+  LossSums() = default;
+  // Waits for the copies of a read begun and not finished (their host buffers go with it); never
+  // throws.
+  ~LossSums();
+  LossSums(const LossSums&) = delete;
+  LossSums& operator=(const LossSums&) = delete;
   // Adds one micro-batch's loss: a sum is copied into a slot of this object's f64 buffer on the
   // sum's device (queued there: the host does not wait), a host value kept as it is.
   void add(const Loss& loss);
+  // Queues the copy of the sums added so far to host memory (pinned where the GPU can pin it)
+  // behind the work that computed them, and returns without waiting; total() then reads them
+  // there, waiting only if the GPU has not reached the copy yet. Nothing is added after it until
+  // total() or forget(). On the CPU and the meta device it does nothing.
+  void begin_read();
   // The sum of the added losses' values in the order added (bitwise the sum of their value()s
   // from 0), with one host read per device they were on; then they are forgotten.
   double total();
@@ -58,6 +72,11 @@ class LossSums {
   std::vector<Entry> entries_;
   std::vector<Tensor> bufs_;           // f64, one per device the sums were on, kept across steps
   std::vector<std::int64_t> used_;     // slots used in each buffer this step
+  // begin_read: per buffer, the host copy of its used slots and the point the copy reaches
+  // (undefined for a buffer with nothing to copy); reading: begin_read was called.
+  std::vector<Tensor> host_;
+  std::vector<Event> copied_;
+  bool reading_ = false;
   std::size_t reads_ = 0;
 };
 

@@ -190,10 +190,11 @@ EngineStep DataParallelEngine::run_step(const NextBatch& fill, bool& recoverable
     recoverable = false;
     if (opts_.recover_oom) agree_out_of_memory(false, nullptr);
     phase(t.backward, [&] { hooks_.finish_gradients(); });
-    // The losses' one host read, just before the step's read of its gradient sums: on a GPU
-    // both find backward's work done, and nothing new is queued between them.
-    phase(t.backward, [&] { sum = losses_.total(); });
+    // The losses' host read is begun (a copy queued) before the step's read of its gradient
+    // sums and finished after it: on a GPU the host waits once, in the step, for both.
+    phase(t.backward, [&] { losses_.begin_read(); });
     phase(t.optimizer, [&] { out.result = trainer_.step(); });
+    phase(t.optimizer, [&] { sum = losses_.total(); });
     phase(t.optimizer, [&] { hooks_.after_step(); });
     out.local_loss = sum / n;
   }

@@ -67,6 +67,49 @@ TEST(LossSums, APlansMetaSumsAreZerosAndChargedLikeTheRealOnes) {
   EXPECT_EQ(ledger.snapshot().tier_current[static_cast<std::size_t>(Tier::device)], 8u * 8u);
 }
 
+// begin_read starts the read (on a GPU: a copy queued to pinned host memory) and total()
+// finishes it: the same bits, one read; nothing may be added in between; a read begun and then
+// forgotten (a step that failed) leaves the next step as it would be.
+TEST(LossSums, AReadBegunThenFinishedGivesTheSameTotal) {
+  LossSums sums;
+  for (int step = 1; step <= 2; ++step) {
+    double want = 0;
+    for (int i = 0; i < 11; ++i) {
+      const Loss l = device_loss(1.0 / (i + 3) + step, i % 4 + 0.5);
+      sums.add(l);
+      want += l.value();
+    }
+    sums.begin_read();
+    EXPECT_THROW(sums.add(device_loss(1.0, 1.0)), Error);
+    EXPECT_THROW(sums.begin_read(), Error);
+    EXPECT_EQ(sums.total(), want) << "step " << step;
+    EXPECT_EQ(sums.reads(), static_cast<std::size_t>(step));
+  }
+  sums.add(device_loss(5.0, 1.0));
+  sums.begin_read();
+  sums.forget();
+  sums.add(device_loss(6.0, 2.0));  // accepted again
+  EXPECT_EQ(sums.total(), 3.0);
+}
+
+// A GPU job's plan (meta_cuda) is charged the host buffer a GPU's begun read keeps (as many
+// slots as the device buffer), a CPU job's plan nothing on the host.
+TEST(LossSums, AGpuPlansBegunReadIsChargedItsHostBuffer) {
+  for (const bool gpu : {true, false}) {
+    MemoryLedger ledger;
+    const TensorOptions meta{gpu ? meta_cuda() : Device::meta(), Tier::device, Category::workspace,
+                             &ledger};
+    LossSums sums;
+    sums.add(device_loss(0, 4.0, meta));
+    sums.begin_read();
+    EXPECT_EQ(sums.total(), 0.0);
+    const auto snap = ledger.snapshot();
+    EXPECT_EQ(snap.tier_current[static_cast<std::size_t>(Tier::device)], 8u * 8u);
+    EXPECT_EQ(snap.tier_current[static_cast<std::size_t>(Tier::host)], gpu ? 8u * 8u : 0u)
+        << (gpu ? "meta_cuda" : "meta");
+  }
+}
+
 TEST(LossSums, ASumMustBeOneF64) {
   EXPECT_THROW(Loss(Tensor::zeros(Shape{2}, DType::f64), 1.0), Error);
   EXPECT_THROW(Loss(Tensor::zeros(Shape{1}, DType::f32), 1.0), Error);
