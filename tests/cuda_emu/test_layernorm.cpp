@@ -19,9 +19,14 @@ struct Shape {
   int C;
 };
 // Rows fewer than a block's 8, one warp's 32 columns and not, several blocks, several strips of
-// the dw/db reduction (at least 32 rows each), and 249 strips of 33 rows (N > 8192).
-constexpr Shape kShapes[] = {{1, 1},   {3, 5},    {8, 32},    {9, 33},   {17, 100},
-                             {40, 257}, {300, 64}, {1000, 3}, {8200, 3}};
+// the dw/db reduction (at least 32 rows each), and 249 strips of 33 rows (N > 8192). C a multiple
+// of 8 takes the vectorized form where the operands allow (layernorm_vectorized): 32 and 64 (a
+// lane with one chunk or none), 768 (GPT-2 small: 3 chunks a lane), 1040 (more than 4 chunks a
+// lane: the 8-chunk kernels, some lanes with one chunk fewer), 2048 (the widest), and 2056 (too
+// wide: the scalar form).
+constexpr Shape kShapes[] = {{1, 1},    {3, 5},    {8, 32},  {9, 33},   {17, 100},  {40, 257},
+                             {300, 64}, {1000, 3}, {8200, 3}, {20, 768}, {37, 1040}, {3, 2048},
+                             {2, 2056}};
 
 struct FwdMix {
   DT x, w, b, y;
@@ -35,6 +40,7 @@ constexpr FwdMix kFwdMixes[] = {
     {DT::f32, DT::f32, DT::f32, DT::f32, false, true},
     {DT::bf16, DT::f32, DT::f32, DT::bf16, true, false},
     {DT::f16, DT::f32, DT::f32, DT::f16, false, false},
+    {DT::bf16, DT::bf16, DT::bf16, DT::bf16, true, true},  // a bf16 GPT's
 };
 
 double max_abs(const std::vector<double>& v) {
@@ -200,6 +206,83 @@ EMU_TEST("layernorm", backward) {
   expect_ok("layernorm_backward N=0");
   checked();
   if (layernorm_backward_partial_floats(0, 7) != 0) fail("partial floats for N=0 not 0");
+}
+
+// Which operands take the vectorized form; and that form's dw/db are the same bits as the scalar
+// form's (the same sums in the same order), its dx the same values to rounding: the same backward
+// run with 16-byte aligned operands and with every row tensor 2 bytes off alignment.
+EMU_TEST("layernorm", vectorized_form) {
+  DevBuf buf(4096);
+  char* a = buf.as<char>();
+  const auto vec = [&](const void* w, DT wdt, const void* b, DT bdt, int C,
+                       std::initializer_list<const void*> rows) {
+    return layernorm_vectorized(w, wdt, b, bdt, C, rows);
+  };
+  const struct {
+    bool got, want;
+    const char* what;
+  } cases[] = {
+      {vec(a, DT::bf16, a + 1024, DT::bf16, 768, {a + 2048, a + 3072}), true, "bf16, C 768"},
+      {vec(nullptr, DT::f32, nullptr, DT::f32, 8, {a}), true, "no w or b, C 8"},
+      {vec(a, DT::f32, nullptr, DT::bf16, 2048, {a, a}), true, "w alone, C 2048"},
+      {vec(a, DT::f32, a, DT::bf16, 768, {a, a}), false, "w and b of two dtypes"},
+      {vec(a, DT::f32, a, DT::f32, 772, {a, a}), false, "C not a multiple of 8"},
+      {vec(a, DT::f32, a, DT::f32, 2056, {a, a}), false, "C above 2048"},
+      {vec(a, DT::f32, a, DT::f32, 0, {a, a}), false, "C 0"},
+      {vec(a + 8, DT::f32, a, DT::f32, 768, {a, a}), false, "w off alignment"},
+      {vec(a, DT::f32, a, DT::f32, 768, {a, a + 2}), false, "a row tensor off alignment"},
+  };
+  for (const auto& c : cases)
+    if (c.got != c.want) fail("layernorm_vectorized: %s: %d, not %d", c.what, c.got, c.want);
+  checked(static_cast<long long>(sizeof(cases) / sizeof(cases[0])));
+
+  std::mt19937 g(23);
+  const std::int64_t N = 70;
+  const int C = 264;  // 33 chunks: lane 0 takes two
+  const std::int64_t NC = N * C;
+  const HostArr dy = random_arr(DT::bf16, NC, g), x = random_arr(DT::bf16, NC, g, 2.0f);
+  const HostArr w = random_arr(DT::bf16, C, g);
+  std::vector<float> x32 = x.f32(), y32(static_cast<std::size_t>(NC)), mean(static_cast<std::size_t>(N)),
+      rstd(static_cast<std::size_t>(N));
+  strata::cpu::layernorm_forward(x32.data(), nullptr, nullptr, y32.data(), mean.data(), rstd.data(),
+                                 static_cast<int>(N), C, 1e-5f);
+  std::vector<unsigned char> out[2];
+  for (int off = 0; off < 2; ++off) {
+    const std::size_t o = off ? 2 : 0;  // bytes: one bf16 element
+    DevBuf bdy(dy.bytes.size() + 16), bx(x.bytes.size() + 16), bdx(dy.bytes.size() + 16);
+    bdy.upload(dy, o);
+    bx.upload(x, o);
+    DevBuf bw(w), bm(static_cast<std::size_t>(N) * 4), br(static_cast<std::size_t>(N) * 4);
+    bm.upload(mean.data(), mean.size() * 4);
+    br.upload(rstd.data(), rstd.size() * 4);
+    std::vector<float> zeros(static_cast<std::size_t>(C), 0.0f);
+    DevBuf bdw(static_cast<std::size_t>(C) * 4), bdb(static_cast<std::size_t>(C) * 4);
+    bdw.upload(zeros.data(), zeros.size() * 4);
+    bdb.upload(zeros.data(), zeros.size() * 4);
+    DevBuf part(static_cast<std::size_t>(layernorm_backward_partial_floats(N, C)) * 4);
+    char *pdy = bdy.as<char>() + o, *px = bx.as<char>() + o, *pdx = bdx.as<char>() + o;
+    const bool v = layernorm_vectorized(bw.get(), DT::bf16, nullptr, DT::f32, C, {pdy, px, pdx});
+    if (v != (off == 0)) fail("vectorized_form: offset %d took the %s form", off, v ? "vectorized" : "scalar");
+    launch_layernorm_backward(pdy, DT::bf16, px, DT::bf16, bw.get(), DT::bf16, bm.as<float>(),
+                              br.as<float>(), pdx, DT::bf16, bdw.get(), DT::f32, bdb.get(),
+                              DT::f32, N, C, part.as<float>(), nullptr);
+    expect_ok(fmt("layernorm_backward, row tensors %d bytes off alignment", off ? 2 : 0));
+    std::vector<unsigned char> r(static_cast<std::size_t>(NC) * 2);
+    bdx.download(r.data(), r.size(), o);
+    append(r, bdw.raw());
+    append(r, bdb.raw());
+    out[off] = std::move(r);
+  }
+  const std::size_t xb = static_cast<std::size_t>(NC) * 2;
+  expect_bits("vectorized_form dw (vectorized vs scalar)", arr_from(out[0], xb, DT::f32, C),
+              arr_from(out[1], xb, DT::f32, C));
+  expect_bits("vectorized_form db (vectorized vs scalar)", arr_from(out[0], xb + 4 * C, DT::f32, C),
+              arr_from(out[1], xb + 4 * C, DT::f32, C));
+  const HostArr dx1 = arr_from(out[1], 0, DT::bf16, NC);
+  std::vector<double> dxs(static_cast<std::size_t>(NC));
+  for (std::int64_t i = 0; i < NC; ++i) dxs[static_cast<std::size_t>(i)] = dx1.get(i);
+  expect_close("vectorized_form dx (vectorized vs scalar)", arr_from(out[0], 0, DT::bf16, NC), dxs,
+               2e-5, 2e-5 * max_abs(dxs));
 }
 
 }  // namespace

@@ -6,11 +6,23 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "framework/backend/cuda/ops/half_hd.hpp"
 #include "framework/backend/cuda/ops/workspace_sizes.hpp"
 
 namespace strata::cuda_ops {
+
+// The widest row the vectorized kernels take (layernorm.cu).
+inline constexpr int kLayerNormVecMaxC = 2048;
+
+// Whether the kernels take their vectorized form for these operands, given that the row tensors
+// share one dtype (the launchers check that: x and y; dy, x and dx): w and b (either may be null)
+// of one dtype, C a multiple of 8 and at most kLayerNormVecMaxC, w, b and every row tensor
+// (`rows`) 16-byte aligned. Both forms compute the same function; only the order of the row sums
+// differs.
+bool layernorm_vectorized(const void* w, DT wdt, const void* b, DT bdt, int C,
+                          std::initializer_list<const void*> rows);
 
 // y = (x - mean) * rstd * w + b per row, with mean = sum(x) / C, var = sum((x - mean)^2) / C,
 // rstd = 1 / sqrt(var + eps) (the CPU's two-pass definition); mean[N], rstd[N] f32. w or b null:
