@@ -162,14 +162,17 @@ EngineStep DataParallelEngine::run_step(const NextBatch& fill, bool& recoverable
   if (pipe_) {  // out-of-memory recovery is refused with a pipeline (Training checks)
     const float scale = trainer_.loss_scale() / static_cast<float>(opts_.accumulation);
     const double pw0 = pipe_->wait_seconds();
-    sum = pipe_->run(next_batch, batch_, ctx_, scale,
-                     [&](bool backward, const std::function<void()>& pass) {
-                       phase(backward ? t.backward : t.forward, pass);
-                     });
+    pipe_->run(next_batch, batch_, ctx_, scale,
+               [&](bool backward, const std::function<void()>& pass) {
+                 phase(backward ? t.backward : t.forward, pass);
+               });
     phase(t.backward, [&] { hooks_.finish_gradients(); });
     phase(t.backward, [&] { pipe_->reduce_tied_grads(); });
     t.pipeline_wait = pipe_->wait_seconds() - pw0;
+    // The losses' read, begun at the end of run(), is finished after the step's read of its
+    // gradient sums (one host wait for both on a GPU).
     phase(t.optimizer, [&] { out.result = trainer_.step(); });
+    phase(t.optimizer, [&] { sum = pipe_->losses(); });
     phase(t.optimizer, [&] { hooks_.after_step(); });
     out.local_loss = pipe_->from_last_stage(sum) / opts_.accumulation;
   } else {

@@ -90,8 +90,8 @@ void PipelineExecutor::wait_on(const Work& w, const Tensor& t) {
   wait_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Context& ctx,
-                             float scale, const Compute& compute) {
+void PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Context& ctx,
+                           float scale, const Compute& compute) {
   nn::ModelStage& stage = *setup_.stage;
   const Group& pp = setup_.pp;
   const int me = stage.index(), P = stage.count(), chunks = stage.chunks(), V = P * chunks;
@@ -208,8 +208,10 @@ double PipelineExecutor::run(const NextBatch& next, nn::Batch& batch, nn::Contex
     throw;
   }
   ctx.saved = outside;
-  return losses_.total();
+  losses_.begin_read();
 }
+
+double PipelineExecutor::losses() { return losses_.total(); }
 
 void PipelineExecutor::reduce_tied_grads() {
   const Group& tied = setup_.tied;

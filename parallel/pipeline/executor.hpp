@@ -65,10 +65,14 @@ class PipelineExecutor {
 
   // The step's passes: `next` fills `batch` before each forward (on every stage, so the data
   // position stays the same everywhere); backward starts from d(loss) * scale on the last stage.
-  // Returns the sum of the micro-batches' losses on the last stage (read on the host once, at
-  // the end), 0 on the others.
-  double run(const NextBatch& next, nn::Batch& batch, nn::Context& ctx, float scale,
-             const Compute& compute);
+  // Ends by starting the host read of the micro-batches' losses (nn::LossSums::begin_read: on a
+  // GPU a copy queued, no wait); losses() finishes it, after the optimizer step's read of the
+  // gradient sums, so the host waits once for both.
+  void run(const NextBatch& next, nn::Batch& batch, nn::Context& ctx, float scale,
+           const Compute& compute);
+  // After run(): the sum of its micro-batches' losses on the last stage (read on the host once
+  // per step), 0 on the others.
+  double losses();
   // After the data-parallel gradient reduction: sums the tied units' gradients over the tied
   // group (the full buffers at ZeRO stage 0, the owned slices above), so every copy is equal.
   void reduce_tied_grads();
