@@ -52,7 +52,7 @@ void LossSums::add(const Loss& loss) {
     // Twice the slots, the ones used so far carried over (queued, as the sums' copies are).
     const TensorOptions o{sum.device(), sum.tier(), Category::other,
                           sum.storage() ? sum.storage()->ledger() : nullptr};
-    Tensor grown = Tensor::empty(Shape{std::max<std::int64_t>(8, 2 * used)}, DType::f64, o);
+    Tensor grown = Tensor::empty(Shape{std::max<std::int64_t>(kFirstSlots, 2 * used)}, DType::f64, o);
     if (used > 0) copy_async(grown.slice(0, 0, used), buf.slice(0, 0, used), stream);
     buf = std::move(grown);
   }

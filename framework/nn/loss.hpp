@@ -41,6 +41,8 @@ class Loss {
 
 class LossSums {
  public:
+  // Slots of a buffer when it is first made (it doubles when full).
+  static constexpr std::int64_t kFirstSlots = 8;
   LossSums() = default;
   // Waits for the copies of a read begun and not finished (their host buffers go with it); never
   // throws.

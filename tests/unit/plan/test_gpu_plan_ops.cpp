@@ -1,9 +1,10 @@
 // A GPU job's plan is charged the workspace the CUDA backend's ops allocate (the meta-CUDA table,
 // framework/backend/ops/meta_cuda_table.cpp), not the CPU backend's: for a bf16 GPT, the plan of
 // the job on "cuda" against the same job's plan charged the CPU's ops (PlanOptions::cpu_ops).
-// Everything but the workspace and the batch's pinned upload buffers is the same to the byte; the
-// device tier's workspace is what the CUDA ops take (no f32 copies of 16-bit operands), and the
-// host tier's is the set-up staging a GPU's parameters go through.
+// Everything but the workspace, the batch's pinned upload buffers and the losses' pinned read
+// buffer is the same to the byte; the device tier's workspace is what the CUDA ops take (no f32
+// copies of 16-bit operands), and the host tier's is the set-up staging a GPU's parameters go
+// through.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "framework/backend/cuda/ops/workspace_sizes.hpp"
 #include "framework/memory/size.hpp"
 #include "framework/nn/batch_device.hpp"
+#include "framework/nn/loss.hpp"
 #include "tests/unit/plan/plan_test_util.hpp"
 
 namespace strata {
@@ -37,12 +39,15 @@ TEST(GpuPlanOps, Bf16GptIsChargedTheCudaOpsWorkspace) {
                   std::string(category_name(static_cast<Category>(c))).c_str(),
                   format_bytes(gpu.memory.peak[ti][c]).c_str(),
                   format_bytes(cpu.memory.peak[ti][c]).c_str());
-      // Only the workspace differs, and the host's pinned buffers the GPU's batch goes up
-      // through (nn::BatchUploads: one per upload in flight, a micro-batch's i32 tokens or targets).
+      // Only the workspace differs, the host's pinned buffers the GPU's batch goes up through
+      // (nn::BatchUploads: one per upload in flight, a micro-batch's i32 tokens or targets), and
+      // the pinned buffer the step's losses are read into (nn::LossSums::begin_read: as many f64
+      // slots as the device's buffer of the losses).
       if (static_cast<int>(c) == kWorkspace && t != Tier::nvme) continue;
       const std::uint64_t uploads =
           t == Tier::host && static_cast<Category>(c) == Category::other
               ? nn::BatchUploads::kBuffers * 4 * 4 * 32  // micro-batch 4 x T 32 x 4 bytes
+                    + nn::LossSums::kFirstSlots * 8
               : 0;
       EXPECT_EQ(gpu.memory.peak[ti][c], cpu.memory.peak[ti][c] + uploads)
           << tier_name(t) << " " << category_name(static_cast<Category>(c));
