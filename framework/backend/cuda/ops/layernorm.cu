@@ -21,6 +21,8 @@
 // sums are the same bits.
 // Every sum has a fixed order that depends on N and C (and the path, fixed by the operands) only:
 // the results are the same bits run after run. No atomics.
+#include <type_traits>
+
 #include "framework/backend/cuda/ops/common.cuh"
 #include "framework/backend/cuda/ops/layernorm.hpp"
 #include "framework/backend/cuda/ops/map8.cuh"
@@ -354,6 +356,14 @@ __global__ void __launch_bounds__(kColTile* kFinalLanes)
 }  // namespace
 
 namespace {
+// f(std::integral_constant<int, K>) with K the vectorized kernels' chunks per lane for C: 4 up to
+// C 1024, else 8 (up to kLayerNormVecMaxC).
+template <class F>
+void with_lane_chunks(int C, F&& f) {
+  if (C <= 8 * 32 * 4) f(std::integral_constant<int, 4>{});
+  else f(std::integral_constant<int, 8>{});
+}
+
 // The dtype of w and b when they share one (f32 when neither is given); false when they differ.
 bool param_dt(const void* w, DT wdt, const void* b, DT bdt, DT& out) {
   if (w && b && wdt != bdt) return false;
@@ -381,13 +391,12 @@ void launch_layernorm_forward(const void* x, DT xdt, const void* w, DT wdt, cons
     param_dt(w, wdt, b, bdt, p);
     with_dt(xdt, [&](auto t) {
       with_dt(p, [&](auto pt) {
-        constexpr DT T = decltype(t)::value, P = decltype(pt)::value;
-        if (C <= 8 * 32 * 4)
-          layernorm_forward_vec_kernel<T, P, 4><<<row_blocks(N), kRowThreads, 0, s>>>(
+        with_lane_chunks(C, [&](auto k) {
+          constexpr DT T = decltype(t)::value, P = decltype(pt)::value;
+          constexpr int K = decltype(k)::value;
+          layernorm_forward_vec_kernel<T, P, K><<<row_blocks(N), kRowThreads, 0, s>>>(
               x, w, b, y, mean, rstd, N, C, eps);
-        else
-          layernorm_forward_vec_kernel<T, P, 8><<<row_blocks(N), kRowThreads, 0, s>>>(
-              x, w, b, y, mean, rstd, N, C, eps);
+        });
       });
     });
     return;
@@ -427,13 +436,12 @@ void launch_layernorm_backward(const void* dy, DT dydt, const void* x, DT xdt, c
   if (vec) {
     with_dt(xdt, [&](auto t) {
       with_dt(w ? wdt : DT::f32, [&](auto pt) {
-        constexpr DT T = decltype(t)::value, P = decltype(pt)::value;
-        if (C <= 8 * 32 * 4)
-          layernorm_backward_dx_vec_kernel<T, P, 4><<<row_blocks(N), kRowThreads, 0, s>>>(
+        with_lane_chunks(C, [&](auto k) {
+          constexpr DT T = decltype(t)::value, P = decltype(pt)::value;
+          constexpr int K = decltype(k)::value;
+          layernorm_backward_dx_vec_kernel<T, P, K><<<row_blocks(N), kRowThreads, 0, s>>>(
               dy, x, w, mean, rstd, dx, N, C, inv_c);
-        else
-          layernorm_backward_dx_vec_kernel<T, P, 8><<<row_blocks(N), kRowThreads, 0, s>>>(
-              dy, x, w, mean, rstd, dx, N, C, inv_c);
+        });
       });
     });
   } else {
