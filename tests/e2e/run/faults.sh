@@ -285,7 +285,12 @@ no_restart)  # bad input (1) and out of memory (7) are not restarted; their erro
   ;;
 
 dry_run)  # the mpirun command: run-as-root variables only as root, exported variables
-  out=$(cd "$T" && STRATA_FOO=1 BAR=2 "$strata" run -n 2 -x BAR --dry-run -- "$fake") || fail "dry run failed"
+  # Without the caller's own STRATA_* variables (strata run exports every one: a STRATA_JOBS in the
+  # environment once came between STRATA_FOO and BAR).
+  unset_strata=()
+  for v in $(compgen -e | grep '^STRATA_'); do unset_strata+=(-u "$v"); done
+  out=$(cd "$T" && env "${unset_strata[@]}" STRATA_FOO=1 BAR=2 "$strata" run -n 2 -x BAR --dry-run -- "$fake") \
+    || fail "dry run failed"
   echo "$out"
   grep -q -- "-x STRATA_FOO -x BAR " <<<"$out" || fail "STRATA_FOO and BAR are not exported"
   if [[ $EUID == 0 ]]; then
