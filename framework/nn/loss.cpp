@@ -24,11 +24,15 @@ double Loss::value() const {
 }
 
 LossSums::~LossSums() {
-  if (!reading_) return;
   try {
-    for (const Event& e : copied_) e.synchronize();
+    wait_copies();
   } catch (...) {  // a GPU error: nothing more to wait for
   }
+}
+
+void LossSums::wait_copies() const {
+  if (reading_)
+    for (const Event& e : copied_) e.synchronize();
 }
 
 void LossSums::add(const Loss& loss) {
@@ -120,8 +124,7 @@ double LossSums::total() {
 void LossSums::forget() {
   // A read begun and not finished (a step that failed): its copies are waited for before the
   // host buffers can take the next ones.
-  if (reading_)
-    for (const Event& e : copied_) e.synchronize();
+  wait_copies();
   reading_ = false;
   entries_.clear();
   std::fill(used_.begin(), used_.end(), 0);

@@ -76,6 +76,8 @@ class LossSums {
   std::vector<std::int64_t> used_;     // slots used in each buffer this step
   // begin_read: per buffer, the host copy of its used slots and the point the copy reaches
   // (undefined for a buffer with nothing to copy); reading: begin_read was called.
+  // Waits for the copies of a read begun and not finished.
+  void wait_copies() const;
   std::vector<Tensor> host_;
   std::vector<Event> copied_;
   bool reading_ = false;
