@@ -13,7 +13,11 @@
 //
 //   bench_gpt_cuda [--layers 12 --embd 768 --heads 12 --seq 1024 --vocab 50304 --batch 8]
 //                  [--steps 20 --warmup 5 --dtype bf16|f32 --checkpointing --peak-tflops 989.5]
-//                  [--offload --device-memory 16GiB]
+//                  [--offload --device-memory 16GiB] [--rounded-attention]
+//
+// --rounded-attention sets strata.allow_rounded_attention (P and dS rounded to 16 bits once in the
+// tensor-core attention kernels, as FlashAttention and PyTorch's SDPA do); the JSON line says
+// which form ran ("rounded_attention").
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -102,7 +106,7 @@ int main(int argc, char** argv) {
   double peak_tflops = 0;
   std::uint64_t seed = 1337;
   std::string dtype = "bf16", device_memory;
-  bool offload = false;
+  bool offload = false, rounded_attention = false;
   bench::add_gpt_shape_options(app, gc);
   app.add_option("--batch", batch, "micro-batch (sequences per step)");
   app.add_option("--steps", steps, "timed steps");
@@ -115,6 +119,9 @@ int main(int argc, char** argv) {
                "ZeRO-3 with the optimizer state and parameters in pinned host memory; also "
                "measures the link and the bytes moved");
   app.add_option("--device-memory", device_memory, "cap on GPU memory, e.g. 16GiB");
+  app.add_flag("--rounded-attention", rounded_attention,
+               "strata.allow_rounded_attention: P and dS rounded to 16 bits once (FlashAttention's "
+               "numerics)");
   CLI11_PARSE(app, argc, argv);
   if (steps < 1 || warmup < 0 || batch < 1) {
     std::fprintf(stderr, "bench_gpt_cuda: --steps and --batch must be >= 1, --warmup >= 0\n");
@@ -139,6 +146,7 @@ int main(int argc, char** argv) {
     cfg.bf16.enabled = dtype == "bf16";
     cfg.strata.seed = seed;
     cfg.strata.device = DeviceType::cuda;
+    cfg.strata.allow_rounded_attention = rounded_attention;
     cfg.strata.activation_checkpointing =
       checkpointing ? config::Recompute::full : config::Recompute::none;
     if (!device_memory.empty()) cfg.strata.memory.device_limit = parse_bytes(device_memory);
@@ -215,7 +223,8 @@ int main(int argc, char** argv) {
             "\"tokens_per_s\": {:.1f}, \"step_ms\": {:.3f}, \"step_ms_min\": {:.3f}, "
             "\"step_ms_max\": {:.3f}, \"forward_ms\": {:.3f}, \"backward_ms\": {:.3f}, "
             "\"optimizer_ms\": {:.3f}, \"tflops\": {:.2f}, \"peak_tflops\": {:.1f}, \"mfu\": {:.4f}, "
-            "\"peak_memory_bytes\": {}, \"checkpointing\": {}, \"params\": {}, \"config\": "
+            "\"peak_memory_bytes\": {}, \"checkpointing\": {}, \"rounded_attention\": {}, "
+            "\"params\": {}, \"config\": "
             "{{\"n_layer\": {}, \"n_embd\": {}, \"n_head\": {}, \"seq\": {}, \"batch\": {}, "
             "\"vocab\": {}}}, \"steps\": {}, \"warmup\": {}, \"loss_first\": {:.5f}, "
             "\"loss_last\": {:.5f}, {}}}",
@@ -224,7 +233,7 @@ int main(int argc, char** argv) {
             *std::max_element(step_s.begin(), step_s.end()) * 1e3, median(fwd_s) * 1e3,
             median(bwd_s) * 1e3, median(opt_s) * 1e3, achieved * 1e-12, peak_tflops,
             peak_tflops > 0 ? achieved * 1e-12 / peak_tflops : 0.0, ledger.peak(Tier::device),
-            checkpointing, job.store().total_numel(), gc.n_layer, gc.n_embd, gc.n_head, T, B,
+            checkpointing, rounded_attention, job.store().total_numel(), gc.n_layer, gc.n_embd, gc.n_head, T, B,
             gc.vocab_size, steps, warmup, losses.front(), losses.back(), offload_json)
             .c_str());
     return 0;

@@ -211,6 +211,8 @@ struct StrataSection {
   bool optimizer_in_backward = false;
   // f32 GPU matrix products may use TF32 tensor cores (framework/backend/math_mode.hpp).
   bool allow_tf32 = false;
+  // 16-bit GPU attention may round P and dS to 16 bits once (framework/backend/math_mode.hpp).
+  bool allow_rounded_attention = false;
   ActivationDtype activation_dtype = ActivationDtype::automatic;
   Memory memory;
   Model model;

@@ -588,6 +588,7 @@ void read_strata(const Reader& r, StrataSection& s) {
   read_recompute(r, s.activation_checkpointing);
   r.get("strata.optimizer_in_backward", s.optimizer_in_backward);
   r.get("strata.allow_tf32", s.allow_tf32);
+  r.get("strata.allow_rounded_attention", s.allow_rounded_attention);
   r.choice<ActivationDtype>("strata.activation_dtype", s.activation_dtype,
                             {{"auto", ActivationDtype::automatic}, {"f32", ActivationDtype::f32}});
 

@@ -202,6 +202,13 @@ constexpr KeySpec kSchema[] = {
      "Let f32 matrix products on a GPU use TF32 tensor cores (10-bit mantissa products, f32 "
      "sums: faster, about 1e-3 relative error; PyTorch's torch.backends.cuda.matmul.allow_tf32). "
      "Off: f32 products are exact f32 (docs/gpu.md). No effect on the CPU or on 16-bit products."},
+    {"strata.allow_rounded_attention", K::boolean, "false",
+     "Let the tensor-core attention kernels (bf16/fp16 q, k, v on a GPU of compute capability "
+     ">= 8.0) round the probabilities and their gradients to 16 bits once before the products "
+     "with V, dO, K and Q, as FlashAttention and PyTorch's scaled_dot_product_attention do: "
+     "fewer tensor-core products, about 1e-3 (bf16) or 1e-4 (fp16) relative error in attention's "
+     "outputs. Off: within 1e-5 of f32 attention (docs/gpu.md). No effect on the CPU, on f32 "
+     "attention or on a T4."},
     {"strata.optimizer_in_backward", K::boolean, "false",
      "Update each unit as soon as its gradient is complete in the last micro-batch's backward "
      "(PyTorch's optimizer hooks in backward): offloaded gradients are never written, and "

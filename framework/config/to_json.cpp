@@ -151,6 +151,7 @@ json strata_json(const StrataSection& s) {
       {"activation_checkpointing", recompute_json(s.activation_checkpointing)},
       {"optimizer_in_backward", s.optimizer_in_backward},
       {"allow_tf32", s.allow_tf32},
+      {"allow_rounded_attention", s.allow_rounded_attention},
       {"activation_dtype", s.activation_dtype == ActivationDtype::f32 ? "f32" : "auto"},
       {"memory",
        {{"device_limit", optional_size(s.memory.device_limit)},

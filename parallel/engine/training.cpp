@@ -181,6 +181,7 @@ Training::Training(config::Config cfg, const Group& world, nn::Model& model, Tra
     if (device.is_cuda()) check_gpu_job(cfg_, device);
     extras.device = device;
     set_allow_tf32(cfg_.strata.allow_tf32);
+    set_allow_rounded_attention(cfg_.strata.allow_rounded_attention);
   }
   if (extras.model_factory) plan::resolve_auto_micro_batch(cfg_, world.size(), extras.model_factory);
   config::resolve_batch(cfg_, grid_.dp_size());

@@ -4,7 +4,9 @@
 // memory opt-in (above 48 KB) checked against an H100's limits and a T4's (64 KB). The emulated
 // device is an H100, so 16-bit qkv (with dout of the same type) runs the tensor-core kernels of
 // attention_mma.cu (mma.cuh's portable products; their fragment layouts checked against a plain
-// triple loop here); f32 or mixed operands and the T4 run the FFMA kernels.
+// triple loop here); f32 or mixed operands and the T4 run the FFMA kernels. The rounded form
+// (strata.allow_rounded_attention: P and dS rounded to 16 bits once, as FlashAttention) is
+// checked against the same reference with the tolerance its rounding allows, and shown to round.
 #include <cmath>
 #include <cstdio>
 
@@ -28,6 +30,13 @@ struct Case {
 // The largest |got - ref| / max|ref| of the last compare (reported by the tensor-core tests).
 double g_last_rel = 0.0;
 
+// What run_case measured: the largest error over max|ref| of out and of dqkv, and the raw bytes
+// of the forward's outputs (out, lse) and of the backward's dqkv.
+struct CaseResult {
+  double out_rel = 0, dqkv_rel = 0;
+  std::vector<unsigned char> fwd, bwd;
+};
+
 // Tolerance: |got - ref| <= rtol * max|ref| (+ half an ulp of a 16-bit output).
 void compare(const std::string& what, const HostArr& got, const std::vector<double>& ref, double rtol) {
   double mx = 0;
@@ -39,7 +48,8 @@ void compare(const std::string& what, const HostArr& got, const std::vector<doub
   expect_close(what, got, ref, 0.0, rtol * mx);
 }
 
-void run_case(const Case& c, int orders, double fwd_rtol = 2e-6, double bwd_rtol = 4e-6) {
+CaseResult run_case(const Case& c, int orders, double fwd_rtol = 2e-6, double bwd_rtol = 4e-6,
+                    bool rounded = false) {
   const int B = c.B, T = c.T, NH = c.NH, hs = c.hs, C = NH * hs;
   const std::int64_t nq = std::int64_t{B} * T * 3 * C, no = std::int64_t{B} * T * C,
                      nl = std::int64_t{B} * NH * T;
@@ -50,7 +60,7 @@ void run_case(const Case& c, int orders, double fwd_rtol = 2e-6, double bwd_rtol
   const auto fwd = run_orders(what + " forward", [&] {
     DevBuf dq(qkv), dout_b(static_cast<std::size_t>(no) * size_of(c.o)), dl(static_cast<std::size_t>(nl) * 4);
     const cudaError_t e = launch_attention_forward(dq.get(), c.q, dout_b.get(), c.o, dl.as<float>(),
-                                                   B, T, C, NH, nullptr);
+                                                   B, T, C, NH, nullptr, rounded);
     expect_ok(what + " forward", e);
     std::vector<unsigned char> o = dout_b.raw();
     append(o, dl.raw());
@@ -93,7 +103,7 @@ void run_case(const Case& c, int orders, double fwd_rtol = 2e-6, double bwd_rtol
         ws(static_cast<std::size_t>(nl) * 4);
     const cudaError_t e =
         launch_attention_backward(dq.get(), c.q, dob.get(), c.o, dl.as<float>(), dg.get(), c.g,
-                                  dd.get(), c.d, ws.as<float>(), B, T, C, NH, nullptr);
+                                  dd.get(), c.d, ws.as<float>(), B, T, C, NH, nullptr, rounded);
     expect_ok(what + " backward", e);
     return dd.raw();
   }, orders);
@@ -131,8 +141,9 @@ void run_case(const Case& c, int orders, double fwd_rtol = 2e-6, double bwd_rtol
     }
   compare(what + " dqkv", arr_from(bwd, 0, c.d, nq), rd, bwd_rtol);
   if (c.q != DT::f32 && c.o == DT::f32 && c.d == DT::f32)
-    std::printf("  %s: max error / max|ref|: out %.2e, dqkv %.2e\n", what.c_str(), out_rel,
-                g_last_rel);
+    std::printf("  %s%s: max error / max|ref|: out %.2e, dqkv %.2e\n", what.c_str(),
+                rounded ? " rounded" : "", out_rel, g_last_rel);
+  return {out_rel, g_last_rel, fwd, bwd};
 }
 
 constexpr DT F = DT::f32, BF = DT::bf16, H = DT::f16;
@@ -214,6 +225,54 @@ EMU_TEST("attention", tensor_cores) {
     };
     for (const Case& c : cases) run_case(c, c.T * c.hs * c.B * c.NH > 6000 ? 2 : 3, 1e-5, 1e-5);
   }
+}
+
+// The rounded form (P and dS rounded to 16 bits once before their products): within the error
+// that rounding allows of the exact reference, yet measurably less exact than the split form
+// (which stays under 1e-5): the mode is not ignored. f32 operands (the FFMA kernels) and a T4
+// compute in f32 either way: bitwise the unrounded results.
+EMU_TEST("attention", rounded_products) {
+  for (const DT t : {BF, H}) {
+    // bf16 rounds each P and dS to 8 bits (2^-9 relative), f16 to 11 (2^-12); errors average out
+    // over the keys. Seen on the emulator: bf16 out 6e-4 .. 1.2e-3, dqkv 7e-4 .. 1.8e-3; f16 out
+    // 7e-5 .. 1.5e-4, dqkv 7e-5 .. 2.7e-4; the split form's 1e-7 .. 4e-6. Bounds about 10 times that.
+    const double tol = t == BF ? 2e-2 : 3e-3, least = t == BF ? 1e-4 : 1e-5;
+    const Case cases[] = {
+        {1, 70, 1, 64, t, F, t, F},  {2, 65, 2, 32, t, F, t, F}, {1, 200, 1, 64, t, F, t, F},
+        {1, 65, 1, 128, t, F, t, F}, {2, 9, 2, 1, t, F, t, F},   {1, 33, 1, 100, t, F, t, F},
+        {2, 64, 2, 64, t, t, t, t},
+    };
+    double worst_out = 0, worst_dqkv = 0;
+    for (const Case& c : cases) {
+      const CaseResult r = run_case(c, c.T * c.hs * c.B * c.NH > 6000 ? 2 : 3, tol, tol, true);
+      if (c.o != F || c.d != F) continue;  // a 16-bit output's own rounding would hide P's
+      worst_out = std::max(worst_out, r.out_rel);
+      worst_dqkv = std::max(worst_dqkv, r.dqkv_rel);
+    }
+    // The cases with f32 outputs: the rounding shows above the split form's 1e-5 in the forward
+    // and, from the forward's out and lse, in the backward alone.
+    if (worst_out < least || worst_dqkv < least)
+      fail("attention rounded %s: largest errors out %.2e, dqkv %.2e: no sign of P and dS rounded "
+           "to 16 bits (expected above %.0e)", name(t), worst_out, worst_dqkv, least);
+  }
+  // The FFMA kernels: f32 qkv (with 16-bit others), and 16-bit qkv and dout on a T4 (sm_75).
+  auto same_unrounded = [](const Case& c, const char* where) {
+    const CaseResult a = run_case(c, 1), b = run_case(c, 1, 2e-6, 4e-6, true);
+    if (a.fwd != b.fwd || a.bwd != b.bwd)
+      fail("attention rounded, FFMA kernels (qkv %s, dout %s, %s): the results differ from the "
+           "unrounded ones", name(c.q), name(c.g), where);
+  };
+  same_unrounded({1, 70, 1, 64, F, F, F, F}, "H100");
+  same_unrounded({1, 40, 2, 24, F, BF, H, BF}, "H100");
+  emu::DeviceModel t4;
+  t4.cc_major = 7;
+  t4.cc_minor = 5;
+  t4.sms = 40;
+  t4.max_smem_optin = 64 * 1024;
+  const emu::DeviceModel saved = emu::device();
+  emu::set_device(t4);
+  same_unrounded({1, 40, 2, 64, H, F, H, F}, "T4");
+  emu::set_device(saved);
 }
 
 EMU_TEST("attention", smem_optin_on_a_t4) {

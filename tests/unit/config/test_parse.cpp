@@ -194,6 +194,7 @@ TEST(ConfigParse, ToJsonParsesBackToTheSameConfig) {
     "zero_optimization": {"stage": 3, "offload_param": {"device": "nvme", "nvme_path": "/mnt/nvme"}},
     "strata": {"seed": 42, "device": "cuda", "tensor_parallel_size": 2, "pipeline_parallel_size": 2,
                "activation_checkpointing": true, "memory": {"device_limit": "8GiB"},
+               "allow_tf32": true, "allow_rounded_attention": true,
                "model": {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64, "vocab_size": 256},
                "data": {"train": "a.bin", "valid": "b.bin", "shuffle": false},
                "eval": {"interval": 10, "iters": 5}, "sample": {"tokens": 0, "temperature": 0.8, "top_k": 40},
@@ -211,6 +212,9 @@ TEST(ConfigParse, ToJsonParsesBackToTheSameConfig) {
   // Params of other types are not printed (they would be refused on the way back).
   EXPECT_FALSE(once["optimizer"]["params"].contains("betas"));
   EXPECT_EQ(once["strata"]["device"], "cuda");
+  EXPECT_EQ(once["strata"]["allow_tf32"], true);
+  EXPECT_EQ(once["strata"]["allow_rounded_attention"], true);
+  EXPECT_TRUE(c.strata.allow_rounded_attention);
 }
 
 // Every key with a fixed default in the schema (what `strata config keys` and the docs show)

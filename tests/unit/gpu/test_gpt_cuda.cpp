@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/backend/math_mode.hpp"
 #include "framework/memory/out_of_memory.hpp"
 #include "tests/unit/gpu/gpu_test_util.hpp"
 
@@ -55,6 +56,22 @@ TEST(GptCuda, cuda_RunsAreBitwiseRepeatable) {
     EXPECT_EQ(a.losses, b.losses) << precision;
     EXPECT_EQ(a.masters, b.masters) << precision;
   }
+}
+
+// strata.allow_rounded_attention: bf16 attention with P and dS rounded to 16 bits once (fewer
+// tensor-core products) trains as the split form does, differs from it (the key acts) and is
+// bitwise repeatable.
+TEST(GptCuda, cuda_RoundedAttentionTracksTheSplitFormAndRepeats) {
+  SKIP_WITHOUT_GPU();
+  const MathModeGuard restore(allow_tf32(), allow_rounded_attention());  // Training sets the modes
+  const Trained split = train(job_config("cuda", {"bf16.enabled=true"}), 10);
+  const auto rounded_cfg = job_config("cuda", {"bf16.enabled=true", "strata.allow_rounded_attention=true"});
+  const Trained a = train(rounded_cfg, 10), b = train(rounded_cfg, 10);
+  EXPECT_NE(a.masters, split.masters) << "the rounded form changed nothing";
+  EXPECT_LT(max_rel(a.losses, split.losses), 1e-2);
+  EXPECT_LT(rel_l2(a.masters, split.masters), 1e-2);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.masters, b.masters);
 }
 
 TEST(GptCuda, cuda_ActivationCheckpointingIsBitwiseTheSame) {

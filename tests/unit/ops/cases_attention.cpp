@@ -2,9 +2,12 @@
 // head sizes the CUDA kernels pad to each of their templates (16, 32, 64, 128, and sizes between),
 // T not a multiple of any tile and T a multiple of all of them, T = 1, head size 1, and operands
 // of different dtypes in one call. Each is a forward and a backward; the CPU reference stays fast
-// (a few million flops per call).
+// (a few million flops per call). The rounded cases run with strata.allow_rounded_attention on:
+// the tensor-core kernels (16-bit qkv and dout on a GPU) round P and dS to 16 bits once, within
+// the tolerance that allows (tests/cuda_emu/test_attention.cpp shows the rounding happens).
 #include <string>
 
+#include "framework/backend/math_mode.hpp"
 #include "framework/backend/ops/ops.hpp"
 #include "tests/unit/ops/op_harness.hpp"
 
@@ -45,6 +48,20 @@ OpCase attention_sized(const std::string& name, std::int64_t B, std::int64_t T, 
   return c;
 }
 
+// attention_sized's case with strata.allow_rounded_attention on during its calls. The emulator
+// measured at most 1.8e-3 (bf16) and 2.7e-4 (f16) of the largest reference value.
+OpCase attention_rounded(const std::string& name, std::int64_t B, std::int64_t T, int NH, int hs) {
+  OpCase c = attention_sized(name, B, T, NH, hs);
+  for (Call& call : c.calls) {
+    call.run = [run = call.run](const Tensors& t) {
+      const MathModeGuard rounded(allow_tf32(), true);
+      return run(t);
+    };
+    call.tol.rtol = 2e-2;
+  }
+  return c;
+}
+
 // Each of qkv, out, dout, dqkv in each float dtype across three combinations, never all alike.
 std::vector<Combo> attention_mixed_combos() {
   const DType f32 = DType::f32, bf16 = DType::bf16, f16 = DType::f16;
@@ -71,6 +88,9 @@ std::vector<OpCase> attention_cases() {
       attention_sized("attention_t1", 3, 1, 2, 8),
       attention_sized("attention_mixed_dtypes", 2, 37, 2, 24, AttentionGroups{'q', 'o', 'g', 'd'},
                       attention_mixed_combos()),
+      // GPT-2's head size and T past three 64-row tiles; head size 128 with a tail.
+      attention_rounded("attention_rounded_hs64", 1, 200, 2, 64),
+      attention_rounded("attention_rounded_hs128", 1, 70, 1, 128),
   };
 }
 

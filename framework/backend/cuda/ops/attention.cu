@@ -670,7 +670,8 @@ bool use_mma(DT qkv_dt, DT dout_dt) {
 }  // namespace
 
 cudaError_t launch_attention_forward(const void* qkv, DT qkv_dt, void* out, DT out_dt, float* lse,
-                                     int B, int T, int C, int NH, cudaStream_t s) {
+                                     int B, int T, int C, int NH, cudaStream_t s,
+                                     bool rounded) {
   Sizes z{};
   cudaError_t err;
   if (!sizes(B, T, C, NH, z, &err)) return err;
@@ -682,6 +683,7 @@ cudaError_t launch_attention_forward(const void* qkv, DT qkv_dt, void* out, DT o
     a.odt = out_dt;
     a.lse = lse;
     a.B = B, a.T = T, a.C = C, a.NH = NH, a.hs = z.hs, a.scale = z.scale;
+    a.rounded = rounded;
     return launch_attention_forward_mma(a, s);
   }
   if (z.hs <= 16) return forward_d<16>(qkv, qkv_dt, out, out_dt, lse, z, s);
@@ -693,7 +695,7 @@ cudaError_t launch_attention_forward(const void* qkv, DT qkv_dt, void* out, DT o
 cudaError_t launch_attention_backward(const void* qkv, DT qkv_dt, const void* out, DT out_dt,
                                       const float* lse, const void* dout, DT dout_dt, void* dqkv,
                                       DT dqkv_dt, float* Dws, int B, int T, int C, int NH,
-                                      cudaStream_t s) {
+                                      cudaStream_t s, bool rounded) {
   Sizes z{};
   cudaError_t err;
   if (!sizes(B, T, C, NH, z, &err)) return err;
@@ -716,6 +718,7 @@ cudaError_t launch_attention_backward(const void* qkv, DT qkv_dt, const void* ou
     a.dqkv = dqkv;
     a.ddt = dqkv_dt;
     a.B = B, a.T = T, a.C = C, a.NH = NH, a.hs = z.hs, a.scale = z.scale;
+    a.rounded = rounded;
     return launch_attention_backward_mma(a, s);
   }
   if (z.hs <= 16) return backward_d<16>(qkv, qkv_dt, dout, dout_dt, lse, Dws, dqkv, dqkv_dt, z, s);

@@ -26,8 +26,15 @@ inline constexpr int kAttentionMaxHeadSize = 128;
 // kAttentionMaxHeadSize and C % NH == 0 (else cudaErrorInvalidValue, nothing queued). B == 0 or
 // T == 0: nothing to do. Returns the first CUDA error of the set-up (cudaFuncSetAttribute); the
 // caller checks the launch itself with cudaGetLastError.
+//
+// `rounded` (strata.allow_rounded_attention): the tensor-core kernels (16-bit qkv, and dout of the
+// same type, on compute capability >= 8.0) round P, and in backward dS, to that 16-bit type once
+// before their products, as FlashAttention does, instead of splitting them into hi + lo parts:
+// fewer tensor-core products, about 2^-9 (bf16) or 2^-12 (f16) relative error in those terms. The
+// FFMA kernels (f32 or mixed operands, sm_75) compute in f32 either way.
 cudaError_t launch_attention_forward(const void* qkv, DT qkv_dt, void* out, DT out_dt, float* lse,
-                                     int B, int T, int C, int NH, cudaStream_t s);
+                                     int B, int T, int C, int NH, cudaStream_t s,
+                                     bool rounded = false);
 
 // dqkv [B, T, 3C] overwritten with the gradients of q, k and v (every element written) given
 // dout, the forward's out and lse. `Dws` is a device workspace of at least B * NH * T floats (it
@@ -36,6 +43,6 @@ cudaError_t launch_attention_forward(const void* qkv, DT qkv_dt, void* out, DT o
 cudaError_t launch_attention_backward(const void* qkv, DT qkv_dt, const void* out, DT out_dt,
                                       const float* lse, const void* dout, DT dout_dt, void* dqkv,
                                       DT dqkv_dt, float* Dws, int B, int T, int C, int NH,
-                                      cudaStream_t s);
+                                      cudaStream_t s, bool rounded = false);
 
 }  // namespace strata::cuda_ops

@@ -22,6 +22,12 @@
 // scale is undone exactly at the end), dS row by row by a power of two that brings the row's
 // largest |dS| of the tile into [2^14, 2^15) (each tile's product for those rows is summed in a
 // fresh accumulator, then multiplied back exactly and added). bf16 has f32's range: no scaling.
+//
+// Rounded (RND, strata.allow_rounded_attention): P and dS enter their products as hi alone, the
+// 16-bit rounding of x (after the same scaling), as FlashAttention does: half the mmas of those
+// products (a forward has 2 of its 3 units of tensor-core work in P V with the split, 1 of 2
+// rounded; dK/dV 6 -> 4; dQ 4 -> 3), at about 2^-9 (bf16) or 2^-12 (f16) relative error in
+// each P or dS. Everything else (the softmax, the sums, the orders) is the split form's.
 #include <algorithm>
 #include <cstddef>
 
@@ -54,13 +60,22 @@ constexpr float p_unscale() {
   return TY == Mma16::f16 ? kPUnscaleF16 : 1.0f;
 }
 
-template <Mma16 TY, int N>
+// The A fragment of k-chunk kc of the f32 accumulators x (row g scaled by sc0, row g + 8 by sc1):
+// split into hi + lo parts of TY, or (RND) rounded to TY once into hi (lo untouched).
+template <Mma16 TY, bool RND, int N>
 __device__ __forceinline__ void split_a(const float (&x)[N][4], int kc, float sc0, float sc1,
                                         std::uint32_t (&hi)[4], std::uint32_t (&lo)[4]) {
-  split2<TY>(x[2 * kc][0] * sc0, x[2 * kc][1] * sc0, hi[0], lo[0]);
-  split2<TY>(x[2 * kc][2] * sc1, x[2 * kc][3] * sc1, hi[1], lo[1]);
-  split2<TY>(x[2 * kc + 1][0] * sc0, x[2 * kc + 1][1] * sc0, hi[2], lo[2]);
-  split2<TY>(x[2 * kc + 1][2] * sc1, x[2 * kc + 1][3] * sc1, hi[3], lo[3]);
+  if constexpr (RND) {
+    hi[0] = pack2<TY>(x[2 * kc][0] * sc0, x[2 * kc][1] * sc0);
+    hi[1] = pack2<TY>(x[2 * kc][2] * sc1, x[2 * kc][3] * sc1);
+    hi[2] = pack2<TY>(x[2 * kc + 1][0] * sc0, x[2 * kc + 1][1] * sc0);
+    hi[3] = pack2<TY>(x[2 * kc + 1][2] * sc1, x[2 * kc + 1][3] * sc1);
+  } else {
+    split2<TY>(x[2 * kc][0] * sc0, x[2 * kc][1] * sc0, hi[0], lo[0]);
+    split2<TY>(x[2 * kc][2] * sc1, x[2 * kc][3] * sc1, hi[1], lo[1]);
+    split2<TY>(x[2 * kc + 1][0] * sc0, x[2 * kc + 1][1] * sc0, hi[2], lo[2]);
+    split2<TY>(x[2 * kc + 1][2] * sc1, x[2 * kc + 1][3] * sc1, hi[3], lo[3]);
+  }
 }
 
 // Max and sum over the four lanes of a quad (the lanes holding one accumulator row).
@@ -171,31 +186,33 @@ __device__ __forceinline__ void mma_abt(float (&acc)[N / 8][4], const std::uint1
 }
 
 // acc[j] += X B: X the f32 accumulators x (the warp's 16 rows x K, the layout of C) times sc, split
-// into hi + lo parts of TY (P: probabilities); B the K rows of a k-major tile (D columns).
-template <int D, int K, Mma16 TY>
+// into hi + lo parts of TY (RND: rounded to TY once; P: probabilities); B the K rows of a k-major
+// tile (D columns).
+template <int D, int K, Mma16 TY, bool RND>
 __device__ __forceinline__ void mma_split_b(float (&acc)[D / 8][4], const float (&x)[K / 8][4],
                                             float sc, const std::uint16_t* B) {
   constexpr int SD = D + 8;
 #pragma unroll
   for (int kc = 0; kc < K / 16; ++kc) {
     std::uint32_t ph[4], pl[4];
-    split_a<TY>(x, kc, sc, sc, ph, pl);
+    split_a<TY, RND>(x, kc, sc, sc, ph, pl);
 #pragma unroll
     for (int j = 0; j < D / 8; j += 2) {
       std::uint32_t b0[2], b1[2];
       ld_frag_b_kn(b0, b1, B, SD, kc * 16, j * 8);
       mma_16816<TY>(acc[j], ph, b0);
-      mma_16816<TY>(acc[j], pl, b0);
+      if constexpr (!RND) mma_16816<TY>(acc[j], pl, b0);
       mma_16816<TY>(acc[j + 1], ph, b1);
-      mma_16816<TY>(acc[j + 1], pl, b1);
+      if constexpr (!RND) mma_16816<TY>(acc[j + 1], pl, b1);
     }
   }
 }
 
-// acc[j] += dS B: dS the f32 accumulators ds (16 rows x K) split into hi + lo parts of TY; f16
-// scales each row by the power of two that brings its largest |dS| (dmax, over the row's lanes)
-// into f16's range, sums the tile's product in a fresh accumulator and multiplies it back (exact).
-template <int D, int K, Mma16 TY>
+// acc[j] += dS B: dS the f32 accumulators ds (16 rows x K) split into hi + lo parts of TY (RND:
+// rounded once); f16 scales each row by the power of two that brings its largest |dS| (dmax, over
+// the row's lanes) into f16's range, sums the tile's product in a fresh accumulator and multiplies
+// it back (exact).
+template <int D, int K, Mma16 TY, bool RND>
 __device__ __forceinline__ void mma_ds_b(float (&acc)[D / 8][4], const float (&ds)[K / 8][4],
                                          const float (&dmax)[2], const std::uint16_t* B) {
   constexpr int SD = D + 8;
@@ -206,7 +223,7 @@ __device__ __forceinline__ void mma_ds_b(float (&acc)[D / 8][4], const float (&d
   }
   std::uint32_t dh[K / 16][4], dl[K / 16][4];
 #pragma unroll
-  for (int kc = 0; kc < K / 16; ++kc) split_a<TY>(ds, kc, sc[0], sc[1], dh[kc], dl[kc]);
+  for (int kc = 0; kc < K / 16; ++kc) split_a<TY, RND>(ds, kc, sc[0], sc[1], dh[kc], dl[kc]);
 #pragma unroll
   for (int j = 0; j < D / 8; j += 2) {
     float t0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -215,9 +232,9 @@ __device__ __forceinline__ void mma_ds_b(float (&acc)[D / 8][4], const float (&d
       std::uint32_t b0[2], b1[2];
       ld_frag_b_kn(b0, b1, B, SD, kc * 16, j * 8);
       mma_16816<TY>(t0, dh[kc], b0);
-      mma_16816<TY>(t0, dl[kc], b0);
+      if constexpr (!RND) mma_16816<TY>(t0, dl[kc], b0);
       mma_16816<TY>(t1, dh[kc], b1);
-      mma_16816<TY>(t1, dl[kc], b1);
+      if constexpr (!RND) mma_16816<TY>(t1, dl[kc], b1);
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -237,7 +254,7 @@ constexpr std::size_t fwd_mma_smem() {
   return static_cast<std::size_t>(kRows + 4 * BK) * (D + 8) * 2;
 }
 
-template <int D, int BK, Mma16 TY>
+template <int D, int BK, Mma16 TY, bool RND>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attention_forward_mma_kernel(const std::uint16_t* __restrict__ qkv, void* __restrict__ out,
                                  DT odt, float* __restrict__ lse, int T, int C, int NH, int hs,
@@ -323,7 +340,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     }
 
     // O += P V, P split into hi + lo (times 2^14 for f16); V's rows are the product's k.
-    mma_split_b<D, BK, TY>(o, s, p_scale<TY>(), Vs);
+    mma_split_b<D, BK, TY, RND>(o, s, p_scale<TY>(), Vs);
     __syncthreads();  // this stage's reads are done before the next iteration refills it
   }
 
@@ -361,7 +378,7 @@ constexpr std::size_t dkdv_mma_smem() {
 // grid (B * NH, ceil(T / 64)); block 128. Warp w owns keys k0 + 16w ..; per query tile of BQ
 // queries: S^T = K Q^T, dP^T = V dO^T (rows: keys), P^T and dS^T, then dV += P^T dO and
 // dK += dS^T Q (Q's and dO's rows are those products' k).
-template <int D, int BQ, Mma16 TY>
+template <int D, int BQ, Mma16 TY, bool RND>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attention_dkdv_mma_kernel(const std::uint16_t* __restrict__ qkv,
                               const std::uint16_t* __restrict__ dout, const float* __restrict__ lse,
@@ -452,10 +469,10 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
         }
 
     // dV += P^T dO (P split, times 2^14 for f16).
-    mma_split_b<D, BQ, TY>(dv, s, p_scale<TY>(), dOs);
+    mma_split_b<D, BQ, TY, RND>(dv, s, p_scale<TY>(), dOs);
 
     // dK += dS^T Q: dS split (f16: each key row scaled by a power of two, undone per tile).
-    mma_ds_b<D, BQ, TY>(dk, dp, dmax, Qs);
+    mma_ds_b<D, BQ, TY, RND>(dk, dp, dmax, Qs);
     __syncthreads();  // this stage's reads are done before the next iteration refills it
   }
 
@@ -495,7 +512,7 @@ constexpr std::size_t dq_mma_smem() {
 
 // grid (B * NH, ceil(T / 64)); block 128. Warp w owns queries q0 + 16w ..; per key tile of BK
 // keys: S = Q K^T, dP = dO V^T, dS, then dQ += dS K (K's rows are that product's k).
-template <int D, int BK, Mma16 TY>
+template <int D, int BK, Mma16 TY, bool RND>
 __global__ void __launch_bounds__(kMmaThreads, 1)
     attention_dq_mma_kernel(const std::uint16_t* __restrict__ qkv,
                             const std::uint16_t* __restrict__ dout, const float* __restrict__ lse,
@@ -572,7 +589,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
         }
 
     // dQ += dS K (times scale at the end); f16: rows scaled as in the dK/dV kernel.
-    mma_ds_b<D, BK, TY>(acc, dp, dmax, Ks);
+    mma_ds_b<D, BK, TY, RND>(acc, dp, dmax, Ks);
     __syncthreads();  // this stage's reads are done before it is refilled
     if (STAGES == 1 && kt + 1 < ntiles) {
       load_kv<BK, D>(KV, qkv, qbase, C, k0 + BK, T, hs, mode);
@@ -615,10 +632,10 @@ int load_mode(const void* p, int C, int hs) {
   return kLoad1;
 }
 
-template <int D, Mma16 TY>
+template <int D, Mma16 TY, bool RND>
 cudaError_t forward_mma_d(const MmaArgs& z, cudaStream_t s) {
   constexpr int BK = MmaCfg<D>::FWD_BK;
-  constexpr auto kernel = attention_forward_mma_kernel<D, BK, TY>;
+  constexpr auto kernel = attention_forward_mma_kernel<D, BK, TY, RND>;
   constexpr std::size_t bytes = fwd_mma_smem<D, BK>();
   static_assert(bytes <= kMmaSmemCap, "forward tile too large");
   if (const cudaError_t e = allow_smem<kernel>(bytes); e != cudaSuccess) return e;
@@ -630,11 +647,11 @@ cudaError_t forward_mma_d(const MmaArgs& z, cudaStream_t s) {
   return cudaSuccess;
 }
 
-template <int D, Mma16 TY>
+template <int D, Mma16 TY, bool RND>
 cudaError_t backward_mma_d(const MmaArgs& z, cudaStream_t s) {
   constexpr int BQ = MmaCfg<D>::DKV_BQ, BK = MmaCfg<D>::DQ_BK;
-  constexpr auto kv_kernel = attention_dkdv_mma_kernel<D, BQ, TY>;
-  constexpr auto q_kernel = attention_dq_mma_kernel<D, BK, TY>;
+  constexpr auto kv_kernel = attention_dkdv_mma_kernel<D, BQ, TY, RND>;
+  constexpr auto q_kernel = attention_dq_mma_kernel<D, BK, TY, RND>;
   constexpr std::size_t kv_bytes = dkdv_mma_smem<D, BQ>(), q_bytes = dq_mma_smem<D, BK>();
   static_assert(kv_bytes <= kMmaSmemCap && q_bytes <= kMmaSmemCap, "backward tile too large");
   if (const cudaError_t e = allow_smem<kv_kernel>(kv_bytes); e != cudaSuccess) return e;
@@ -652,19 +669,27 @@ cudaError_t backward_mma_d(const MmaArgs& z, cudaStream_t s) {
   return cudaSuccess;
 }
 
+template <Mma16 TY, bool RND>
+cudaError_t forward_mma_r(const MmaArgs& z, cudaStream_t s) {
+  if (z.hs <= 16) return forward_mma_d<16, TY, RND>(z, s);
+  if (z.hs <= 32) return forward_mma_d<32, TY, RND>(z, s);
+  if (z.hs <= 64) return forward_mma_d<64, TY, RND>(z, s);
+  return forward_mma_d<128, TY, RND>(z, s);
+}
+template <Mma16 TY, bool RND>
+cudaError_t backward_mma_r(const MmaArgs& z, cudaStream_t s) {
+  if (z.hs <= 16) return backward_mma_d<16, TY, RND>(z, s);
+  if (z.hs <= 32) return backward_mma_d<32, TY, RND>(z, s);
+  if (z.hs <= 64) return backward_mma_d<64, TY, RND>(z, s);
+  return backward_mma_d<128, TY, RND>(z, s);
+}
 template <Mma16 TY>
 cudaError_t forward_mma_t(const MmaArgs& z, cudaStream_t s) {
-  if (z.hs <= 16) return forward_mma_d<16, TY>(z, s);
-  if (z.hs <= 32) return forward_mma_d<32, TY>(z, s);
-  if (z.hs <= 64) return forward_mma_d<64, TY>(z, s);
-  return forward_mma_d<128, TY>(z, s);
+  return z.rounded ? forward_mma_r<TY, true>(z, s) : forward_mma_r<TY, false>(z, s);
 }
 template <Mma16 TY>
 cudaError_t backward_mma_t(const MmaArgs& z, cudaStream_t s) {
-  if (z.hs <= 16) return backward_mma_d<16, TY>(z, s);
-  if (z.hs <= 32) return backward_mma_d<32, TY>(z, s);
-  if (z.hs <= 64) return backward_mma_d<64, TY>(z, s);
-  return backward_mma_d<128, TY>(z, s);
+  return z.rounded ? backward_mma_r<TY, true>(z, s) : backward_mma_r<TY, false>(z, s);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ struct MmaArgs {
   DT ddt = DT::f32;
   int B = 0, T = 0, C = 0, NH = 0, hs = 0;
   float scale = 1.0f;
+  bool rounded = false;  // P and dS rounded to qdt once before their products (attention.hpp)
 };
 
 cudaError_t launch_attention_forward_mma(const MmaArgs& a, cudaStream_t s);

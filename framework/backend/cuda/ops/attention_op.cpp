@@ -1,11 +1,13 @@
 // The causal self-attention ops on CUDA tensors (attention.cu has the kernels): every operand in
 // its own float dtype, read and written directly by the kernels (no widened copies); backward's
-// D = rowsum(dout * out) lives in a workspace for the duration of the op.
+// D = rowsum(dout * out) lives in a workspace for the duration of the op. strata.allow_rounded_attention
+// (math_mode.hpp) is read at each call.
 #include <climits>
 
 #include "framework/backend/cuda/ops/attention.hpp"
 #include "framework/backend/cuda/ops/common.hpp"
 #include "framework/backend/cuda/ops/kernels.hpp"
+#include "framework/backend/math_mode.hpp"
 #include "framework/core/error.hpp"
 
 namespace strata::cuda_ops {
@@ -35,7 +37,7 @@ void attention_forward(const Tensor& qkv, const Tensor& out, const Tensor& lse, 
   if (d.B == 0 || d.T == 0) return;
   check_cuda(launch_attention_forward(qkv.raw(), dt(qkv), out.raw(), dt(out),
                                       static_cast<float*>(lse.raw()), d.B, d.T, d.C, n_head,
-                                      stream_of(qkv)),
+                                      stream_of(qkv), allow_rounded_attention()),
              "attention_forward");
   check_launch("attention_forward");
 }
@@ -50,7 +52,7 @@ void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& lse,
   check_cuda(launch_attention_backward(qkv.raw(), dt(qkv), out.raw(), dt(out),
                                        static_cast<const float*>(lse.raw()), dout.raw(), dt(dout),
                                        dqkv.raw(), dt(dqkv), static_cast<float*>(D.raw()), d.B, d.T,
-                                       d.C, n_head, stream_of(qkv)),
+                                       d.C, n_head, stream_of(qkv), allow_rounded_attention()),
              "attention_backward");
   check_launch("attention_backward");
 }
