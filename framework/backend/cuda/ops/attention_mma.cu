@@ -30,6 +30,7 @@
 // each P or dS. Everything else (the softmax, the sums, the orders) is the split form's.
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include "framework/backend/cuda/ops/attention_mma.hpp"
 #include "framework/backend/cuda/ops/common.cuh"
@@ -41,11 +42,16 @@ namespace {
 
 // 4 warps. __launch_bounds__'s minimum of 1 block per SM leaves ptxas every register up to 255:
 // without it ptxas aimed at 3 to 5 blocks per SM and spilled registers in some of the instances
-// (-Xptxas -v). With it, on sm_90 (nvcc 13.0): the forward 146-229 registers (head size 64:
-// 193-195, so 2 blocks of 128 threads per SM; asking for 3 spilled 12-20 bytes there), dQ 155-255,
-// dK/dV 198-255; dK/dV spills 24 bytes at head size 64 and 28-96 at 128 (the first version, with
-// plain shared loads and one stage, used 248 there and spilled nothing).
+// (-Xptxas -v). With it, on sm_90 (nvcc 13.0): dQ 157-255 registers, dK/dV 199-255; dK/dV spills
+// 20-32 bytes at head size 64 and 12-96 at 128, dQ 8-12 at 128 (the first version, with plain
+// shared loads and one stage, used 248 there and spilled nothing). The forward up to head size 64
+// asks for 3 blocks per SM (12 warps instead of 8 to hide the latency of its dependent mmas,
+// ldmatrix and exponentials; shared memory 46 KB a block): 168 registers, 20 bytes spilled by the
+// bf16 split form at head size 64 and none by the others (at 1 block: 181-183, 2 blocks per SM);
+// at 128, 211-220 registers, 2 blocks per SM.
 constexpr int kMmaThreads = 128;
+template <int D>
+constexpr int kFwdMinBlocks = D <= 64 ? 3 : 1;
 constexpr int kRows = 64;                       // rows of a block: 16 per warp
 constexpr std::size_t kMmaSmemCap = 99 * 1024;  // the smallest opt-in limit of cc >= 8.0 (8.6, 8.9)
 constexpr float kPScaleF16 = 16384.0f;          // 2^14
@@ -86,6 +92,49 @@ __device__ __forceinline__ float quad_max(float v) {
 __device__ __forceinline__ float quad_sum(float v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// Exponentials in base 2: a score enters as s scale log2(e) and exp2f raises 2 to it (one
+// multiply, or an fma with the row's offset, and ex2, instead of expf's range reduction); the
+// log-sum-exp written and read stays in natural-log units (lse = m ln 2 + log l).
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+// One key tile of the forward's online softmax for the lane's two rows: the tile's scores s
+// (Q K^T) become P = 2^(s scale2 - m), m[i] the running maximum of row i's scores times scale2
+// (= scale log2 e), l[i] the running sum of its P; alpha[i] is the factor the row's O must be
+// rescaled by. MASK: the tile reaches past some row's query (the diagonal tile, which also holds
+// any keys >= T): keys k > q give P = 0. Other tiles skip the mask's index arithmetic.
+template <int NK, bool MASK>
+__device__ __forceinline__ void softmax_tile(float (&s)[NK][4], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2], int k0, int t,
+                                             const int (&qr)[2], float scale2) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float tmax = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < NK; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const bool keep = !MASK || k0 + j * 8 + 2 * t + e <= qr[i];  // causal mask
+        const float v = keep ? s[j][2 * i + e] * scale2 : -INFINITY;
+        s[j][2 * i + e] = v;
+        tmax = fmaxf(tmax, v);
+      }
+    tmax = quad_max(tmax);
+    const float mnew = fmaxf(m[i], tmax);  // finite from the first tile on (key 0 <= q)
+    alpha[i] = m[i] == mnew ? 1.0f : exp2f(m[i] - mnew);
+    float rsum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NK; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = exp2f(s[j][2 * i + e] - mnew);  // 2^-inf = 0: the masked keys
+        s[j][2 * i + e] = p;
+        rsum += p;
+      }
+    l[i] = l[i] * alpha[i] + quad_sum(rsum);
+    m[i] = mnew;
+  }
 }
 
 // f16 only: the power of two sc that brings a row's largest |x| (mx) into [2^14, 2^15), and 1/sc
@@ -255,7 +304,7 @@ constexpr std::size_t fwd_mma_smem() {
 }
 
 template <int D, int BK, Mma16 TY, bool RND>
-__global__ void __launch_bounds__(kMmaThreads, 1)
+__global__ void __launch_bounds__(kMmaThreads, kFwdMinBlocks<D>)
     attention_forward_mma_kernel(const std::uint16_t* __restrict__ qkv, void* __restrict__ out,
                                  DT odt, float* __restrict__ lse, int T, int C, int NH, int hs,
                                  float scale, int mode) {
@@ -276,6 +325,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
 
   const int kend = min(q0 + kRows, T);
   const int ntiles = (kend + BK - 1) / BK;
+  const float scale2 = scale * kLog2e;
   load_rows<kRows, D>(Qs, qkv, qbase, ld, q0, T, hs, mode);
   load_kv<BK, D>(KV, qkv, qbase, C, 0, T, hs, mode);
   cp_async_commit();
@@ -302,49 +352,27 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     for (int j = 0; j < NK; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
     mma_abt<D, BK, TY>(s, Qs, Ks, r0);
 
-    // Online softmax of the lane's two rows (each row's four lanes combine by shuffles).
+    // Online softmax of the lane's two rows (each row's four lanes combine by shuffles); only
+    // the last tile (keys up to q0 + 63, and any past T) needs the causal mask.
+    float alpha[2];
+    if (k0 + BK - 1 > q0)
+      softmax_tile<NK, true>(s, m, l, alpha, k0, t, qr, scale2);
+    else
+      softmax_tile<NK, false>(s, m, l, alpha, k0, t, qr, scale2);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int q = qr[i];
-      float tmax = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < NK; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int k = k0 + j * 8 + 2 * t + e;
-          const float v = k <= q ? s[j][2 * i + e] * scale : -INFINITY;  // causal mask
-          s[j][2 * i + e] = v;
-          tmax = fmaxf(tmax, v);
-        }
-      tmax = quad_max(tmax);
-      const float mnew = fmaxf(m[i], tmax);  // finite from the first tile on (key 0 <= q)
-      const float alpha = m[i] == mnew ? 1.0f : expf(m[i] - mnew);
-      float rsum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < NK; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int k = k0 + j * 8 + 2 * t + e;
-          const float p = k <= q ? expf(s[j][2 * i + e] - mnew) : 0.0f;
-          s[j][2 * i + e] = p;
-          rsum += p;
-        }
-      rsum = quad_sum(rsum);
-      l[i] = l[i] * alpha + rsum;
-      m[i] = mnew;
+    for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int j = 0; j < ND; ++j) {
-        o[j][2 * i] *= alpha;
-        o[j][2 * i + 1] *= alpha;
+        o[j][2 * i] *= alpha[i];
+        o[j][2 * i + 1] *= alpha[i];
       }
-    }
 
     // O += P V, P split into hi + lo (times 2^14 for f16); V's rows are the product's k.
     mma_split_b<D, BK, TY, RND>(o, s, p_scale<TY>(), Vs);
     __syncthreads();  // this stage's reads are done before the next iteration refills it
   }
 
-  // out = O / l (times 2^-14 for f16, exact); lse = m + log(l).
+  // out = O / l (times 2^-14 for f16, exact); lse = m ln 2 + log(l) (m in base 2).
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int q = qr[i];
@@ -359,7 +387,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
         const int d = j * 8 + 2 * t + e;
         if (d < hs) store(out, odt, obase + d, o[j][2 * i + e] * p_unscale<TY>() * inv);
       }
-    if (t == 0) lse[static_cast<std::int64_t>(bh) * T + q] = m[i] + logf(l[i]);
+    if (t == 0) lse[static_cast<std::int64_t>(bh) * T + q] = fmaf(m[i], kLn2, logf(l[i]));
   }
 #else
   __trap();
@@ -404,6 +432,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   const float* lse_h = lse + static_cast<std::int64_t>(bh) * T;
   const float* D_h = Dws + static_cast<std::int64_t>(bh) * T;
   const int kr[2] = {k0 + r0 + g, k0 + r0 + g + 8};  // the lane's two keys
+  const float scale2 = scale * kLog2e;
 
   // The query tile qt into stage st: Q and dO by load_rows, lse and D by plain stores.
   auto load_q = [&](int qt, int st) {
@@ -414,7 +443,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     float* l = LD + st * 2 * BQ;
     for (int i = threadIdx.x; i < BQ; i += kMmaThreads) {
       const int q = q0 + i;
-      l[i] = q < T ? lse_h[q] : 0.0f;
+      l[i] = q < T ? lse_h[q] * kLog2e : 0.0f;  // base 2, as the scores below
       l[BQ + i] = q < T ? D_h[q] : 0.0f;
     }
   };
@@ -451,22 +480,29 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
     mma_abt<D, BQ, TY>(s, Ks, Qs, r0);
     mma_abt<D, BQ, TY>(dp, Vs, dOs, r0);
-    // P = exp(scale s - lse) and dS = P (dP - D) where key <= query < T, else 0.
+    // P = exp(scale s - lse) and dS = P (dP - D) where key <= query < T, else 0. The mask only
+    // where the tile holds a query before one of the block's keys, or past T.
     float dmax[2] = {0.0f, 0.0f};
+    auto p_ds = [&](auto mask) {
 #pragma unroll
-    for (int j = 0; j < NQ; ++j)
+      for (int j = 0; j < NQ; ++j)
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int c = j * 8 + 2 * t + e, q = q0 + c;
-          const bool valid = kr[i] <= q && q < T;
-          const float p = valid ? expf(s[j][2 * i + e] * scale - Ls[c]) : 0.0f;
-          const float ds = valid ? p * (dp[j][2 * i + e] - Ds[c]) : 0.0f;
-          s[j][2 * i + e] = p;
-          dp[j][2 * i + e] = ds;
-          dmax[i] = fmaxf(dmax[i], fabsf(ds));
-        }
+          for (int e = 0; e < 2; ++e) {
+            const int c = j * 8 + 2 * t + e, q = q0 + c;
+            const bool valid = !decltype(mask)::value || (kr[i] <= q && q < T);
+            const float p = valid ? exp2f(fmaf(s[j][2 * i + e], scale2, -Ls[c])) : 0.0f;
+            const float ds = valid ? p * (dp[j][2 * i + e] - Ds[c]) : 0.0f;
+            s[j][2 * i + e] = p;
+            dp[j][2 * i + e] = ds;
+            dmax[i] = fmaxf(dmax[i], fabsf(ds));
+          }
+    };
+    if (q0 < k0 + kRows - 1 || q0 + BQ > T)
+      p_ds(std::true_type{});
+    else
+      p_ds(std::false_type{});
 
     // dV += P^T dO (P split, times 2^14 for f16).
     mma_split_b<D, BQ, TY, RND>(dv, s, p_scale<TY>(), dOs);
@@ -535,6 +571,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   const std::int64_t gbase =
       static_cast<std::int64_t>(b) * T * C + static_cast<std::int64_t>(h) * hs;
   const int qr[2] = {q0 + r0 + g, q0 + r0 + g + 8};
+  const float scale2 = scale * kLog2e;
 
   const int kend = min(q0 + kRows, T);
   const int ntiles = (kend + BK - 1) / BK;
@@ -545,7 +582,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
   float lr[2], Dr[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    lr[i] = qr[i] < T ? lse[static_cast<std::int64_t>(bh) * T + qr[i]] : 0.0f;
+    lr[i] = qr[i] < T ? lse[static_cast<std::int64_t>(bh) * T + qr[i]] * kLog2e : 0.0f;  // base 2
     Dr[i] = qr[i] < T ? Dws[static_cast<std::int64_t>(bh) * T + qr[i]] : 0.0f;
   }
 
@@ -572,21 +609,29 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
       for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
     mma_abt<D, BK, TY>(s, Qs, Ks, r0);
     mma_abt<D, BK, TY>(dp, dOs, Vs, r0);
-    // dS = P (dP - D), P = exp(scale s - lse), where key <= query < T, else 0.
+    // dS = P (dP - D), P = exp(scale s - lse), where key <= query < T, else 0. The mask only on
+    // the last tile (keys up to q0 + 63, and any past T); rows past T have zero Q and dO, and
+    // lse and D 0, so their dS is 0 unmasked too.
     float dmax[2] = {0.0f, 0.0f};
+    auto ds_of = [&](auto mask) {
 #pragma unroll
-    for (int j = 0; j < NK; ++j)
+      for (int j = 0; j < NK; ++j)
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
+        for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int k = k0 + j * 8 + 2 * t + e, q = qr[i];
-          const bool valid = k <= q && q < T;
-          const float p = valid ? expf(s[j][2 * i + e] * scale - lr[i]) : 0.0f;
-          const float ds = valid ? p * (dp[j][2 * i + e] - Dr[i]) : 0.0f;
-          dp[j][2 * i + e] = ds;
-          dmax[i] = fmaxf(dmax[i], fabsf(ds));
-        }
+          for (int e = 0; e < 2; ++e) {
+            const int k = k0 + j * 8 + 2 * t + e, q = qr[i];
+            const bool valid = !decltype(mask)::value || (k <= q && q < T);
+            const float p = valid ? exp2f(fmaf(s[j][2 * i + e], scale2, -lr[i])) : 0.0f;
+            const float ds = valid ? p * (dp[j][2 * i + e] - Dr[i]) : 0.0f;
+            dp[j][2 * i + e] = ds;
+            dmax[i] = fmaxf(dmax[i], fabsf(ds));
+          }
+    };
+    if (k0 + BK - 1 > q0)
+      ds_of(std::true_type{});
+    else
+      ds_of(std::false_type{});
 
     // dQ += dS K (times scale at the end); f16: rows scaled as in the dK/dV kernel.
     mma_ds_b<D, BK, TY, RND>(acc, dp, dmax, Ks);
