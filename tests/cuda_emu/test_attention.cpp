@@ -148,6 +148,16 @@ CaseResult run_case(const Case& c, int orders, double fwd_rtol = 2e-6, double bw
 
 constexpr DT F = DT::f32, BF = DT::bf16, H = DT::f16;
 
+// A T4 (sm_75): the FFMA kernels only, 64 KB of shared memory per block.
+emu::DeviceModel t4_model() {
+  emu::DeviceModel t4;
+  t4.cc_major = 7;
+  t4.cc_minor = 5;
+  t4.sms = 40;
+  t4.max_smem_optin = 64 * 1024;
+  return t4;
+}
+
 EMU_TEST("attention", head_sizes_and_tails) {
   // Every padded head size, with sequence lengths below, at and past the tiles (16 .. 64 rows).
   const Case cases[] = {
@@ -264,26 +274,16 @@ EMU_TEST("attention", rounded_products) {
   };
   same_unrounded({1, 70, 1, 64, F, F, F, F}, "H100");
   same_unrounded({1, 40, 2, 24, F, BF, H, BF}, "H100");
-  emu::DeviceModel t4;
-  t4.cc_major = 7;
-  t4.cc_minor = 5;
-  t4.sms = 40;
-  t4.max_smem_optin = 64 * 1024;
   const emu::DeviceModel saved = emu::device();
-  emu::set_device(t4);
+  emu::set_device(t4_model());
   same_unrounded({1, 40, 2, 64, H, F, H, F}, "T4");
   emu::set_device(saved);
 }
 
 EMU_TEST("attention", smem_optin_on_a_t4) {
   // A T4 (sm_75) allows 64 KB per block: the tiles are sized for it (attention.cu).
-  emu::DeviceModel t4;
-  t4.cc_major = 7;
-  t4.cc_minor = 5;
-  t4.sms = 40;
-  t4.max_smem_optin = 64 * 1024;
   const emu::DeviceModel saved = emu::device();
-  emu::set_device(t4);
+  emu::set_device(t4_model());
   run_case({1, 70, 1, 128, F, F, F, F}, 1);
   run_case({1, 40, 2, 64, BF, F, H, F}, 1);
   emu::set_device(saved);
