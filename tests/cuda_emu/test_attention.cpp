@@ -244,17 +244,17 @@ EMU_TEST("attention", tensor_cores) {
 EMU_TEST("attention", rounded_products) {
   for (const DT t : {BF, H}) {
     // bf16 rounds each P and dS to 8 bits (2^-9 relative), f16 to 11 (2^-12); errors average out
-    // over the keys. Seen on the emulator: bf16 out 6e-4 .. 1.2e-3, dqkv 7e-4 .. 1.8e-3; f16 out
+    // over the keys. Seen on the emulator: bf16 out 6e-4 .. 1.2e-3, dqkv 7e-4 .. 2.0e-3; f16 out
     // 7e-5 .. 1.5e-4, dqkv 7e-5 .. 2.7e-4; the split form's 1e-7 .. 4e-6. Bounds about 10 times that.
     const double tol = t == BF ? 2e-2 : 3e-3, least = t == BF ? 1e-4 : 1e-5;
+    // (Two scheduling orders each: the emulator's time, which ctest's 300 s bound includes.)
     const Case cases[] = {
-        {1, 70, 1, 64, t, F, t, F},  {2, 65, 2, 32, t, F, t, F}, {1, 200, 1, 64, t, F, t, F},
-        {1, 65, 1, 128, t, F, t, F}, {2, 9, 2, 1, t, F, t, F},   {1, 33, 1, 100, t, F, t, F},
-        {2, 64, 2, 64, t, t, t, t},
+        {1, 70, 1, 64, t, F, t, F},  {2, 65, 1, 32, t, F, t, F}, {1, 200, 1, 64, t, F, t, F},
+        {1, 65, 1, 128, t, F, t, F}, {2, 9, 2, 1, t, F, t, F},   {1, 64, 1, 64, t, t, t, t},
     };
     double worst_out = 0, worst_dqkv = 0;
     for (const Case& c : cases) {
-      const CaseResult r = run_case(c, c.T * c.hs * c.B * c.NH > 6000 ? 2 : 3, tol, tol, true);
+      const CaseResult r = run_case(c, 2, tol, tol, true);
       if (c.o != F || c.d != F) continue;  // a 16-bit output's own rounding would hide P's
       worst_out = std::max(worst_out, r.out_rel);
       worst_dqkv = std::max(worst_dqkv, r.dqkv_rel);
