@@ -68,8 +68,8 @@ TEST(GptCuda, cuda_RoundedAttentionTracksTheSplitFormAndRepeats) {
   const auto rounded_cfg = job_config("cuda", {"bf16.enabled=true", "strata.allow_rounded_attention=true"});
   const Trained a = train(rounded_cfg, 10), b = train(rounded_cfg, 10);
   EXPECT_NE(a.masters, split.masters) << "the rounded form changed nothing";
-  EXPECT_LT(max_rel(a.losses, split.losses), 1e-2);
-  EXPECT_LT(rel_l2(a.masters, split.masters), 1e-2);
+  EXPECT_LT(max_rel(a.losses, split.losses), 3e-2);
+  EXPECT_LT(rel_l2(a.masters, split.masters), 3e-2);  // as bf16 against f32 (cuda_Bf16TracksF32)
   EXPECT_EQ(a.losses, b.losses);
   EXPECT_EQ(a.masters, b.masters);
 }
