@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
     const double tokens = static_cast<double>(B) * T;
     std::printf("%s\n",
                 fmt::format("{{\"impl\": \"strata\", \"mode\": \"{}\", \"gpu\": \"{}\", "
-                            "\"dtype\": \"{}\", \"rounded_attention\": {}, \"tokens_per_s\": {:.1f}, "
+                            "\"dtype\": \"{}\", \"rounded_attention\": {}, "
+                            "\"tokens_per_s\": {:.1f}, "
                             "\"forward_ms\": {:.4f}, \"backward_ms\": {:.4f}, "
                             "\"forward_tflops\": {:.2f}, \"backward_tflops\": {:.2f}, \"config\": "
                             "{{\"batch\": {}, \"seq\": {}, \"heads\": {}, \"embd\": {}, "

@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
             *std::max_element(step_s.begin(), step_s.end()) * 1e3, median(fwd_s) * 1e3,
             median(bwd_s) * 1e3, median(opt_s) * 1e3, achieved * 1e-12, peak_tflops,
             peak_tflops > 0 ? achieved * 1e-12 / peak_tflops : 0.0, ledger.peak(Tier::device),
-            checkpointing, rounded_attention, job.store().total_numel(), gc.n_layer, gc.n_embd, gc.n_head, T, B,
+            checkpointing, rounded_attention, job.store().total_numel(), gc.n_layer, gc.n_embd,
+            gc.n_head, T, B,
             gc.vocab_size, steps, warmup, losses.front(), losses.back(), offload_json)
             .c_str());
     return 0;

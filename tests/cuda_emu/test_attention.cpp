@@ -245,7 +245,8 @@ EMU_TEST("attention", rounded_products) {
   for (const DT t : {BF, H}) {
     // bf16 rounds each P and dS to 8 bits (2^-9 relative), f16 to 11 (2^-12); errors average out
     // over the keys. Seen on the emulator: bf16 out 6e-4 .. 1.2e-3, dqkv 7e-4 .. 2.0e-3; f16 out
-    // 7e-5 .. 1.5e-4, dqkv 7e-5 .. 2.7e-4; the split form's 1e-7 .. 4e-6. Bounds about 10 times that.
+    // 7e-5 .. 1.5e-4, dqkv 7e-5 .. 2.7e-4; the split form's 1e-7 .. 4e-6. Bounds about 10 times
+    // that.
     const double tol = t == BF ? 2e-2 : 3e-3, least = t == BF ? 1e-4 : 1e-5;
     // (Two scheduling orders each: the emulator's time, which ctest's 300 s bound includes.)
     const Case cases[] = {

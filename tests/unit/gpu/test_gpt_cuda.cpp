@@ -65,7 +65,8 @@ TEST(GptCuda, cuda_RoundedAttentionTracksTheSplitFormAndRepeats) {
   SKIP_WITHOUT_GPU();
   const MathModeGuard restore(allow_tf32(), allow_rounded_attention());  // Training sets the modes
   const Trained split = train(job_config("cuda", {"bf16.enabled=true"}), 10);
-  const auto rounded_cfg = job_config("cuda", {"bf16.enabled=true", "strata.allow_rounded_attention=true"});
+  const auto rounded_cfg =
+      job_config("cuda", {"bf16.enabled=true", "strata.allow_rounded_attention=true"});
   const Trained a = train(rounded_cfg, 10), b = train(rounded_cfg, 10);
   EXPECT_NE(a.masters, split.masters) << "the rounded form changed nothing";
   EXPECT_LT(max_rel(a.losses, split.losses), 3e-2);

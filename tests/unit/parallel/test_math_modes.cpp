@@ -1,7 +1,8 @@
 // A job's config sets the process's math modes (framework/backend/math_mode.hpp) when its Training
 // is built: strata.allow_tf32 and strata.allow_rounded_attention, which the CUDA kernels read at
-// each call. A later job with the defaults turns them off again. On the CPU the modes change no result; their effect on a GPU is tested by
-// tests/cuda_emu/test_attention.cpp and GptCuda.cuda_RoundedAttentionTracksTheSplitFormAndRepeats.
+// each call. A later job with the defaults turns them off again. On the CPU the modes change no
+// result; their effect on a GPU is tested by tests/cuda_emu/test_attention.cpp and
+// GptCuda.cuda_RoundedAttentionTracksTheSplitFormAndRepeats.
 #include <gtest/gtest.h>
 
 #include "framework/backend/math_mode.hpp"

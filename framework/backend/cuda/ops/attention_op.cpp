@@ -1,7 +1,7 @@
 // The causal self-attention ops on CUDA tensors (attention.cu has the kernels): every operand in
 // its own float dtype, read and written directly by the kernels (no widened copies); backward's
-// D = rowsum(dout * out) lives in a workspace for the duration of the op. strata.allow_rounded_attention
-// (math_mode.hpp) is read at each call.
+// D = rowsum(dout * out) lives in a workspace for the duration of the op.
+// strata.allow_rounded_attention (math_mode.hpp) is read at each call.
 #include <climits>
 
 #include "framework/backend/cuda/ops/attention.hpp"
