@@ -71,13 +71,14 @@ class LossSums {
     int buf = -1;           // the sum's buffer (index into bufs_), -1: a host value
     std::int64_t slot = 0;  // the sum's slot in that buffer
   };
+  // Waits for the copies of a read begun and not finished.
+  void wait_copies() const;
+
   std::vector<Entry> entries_;
   std::vector<Tensor> bufs_;           // f64, one per device the sums were on, kept across steps
   std::vector<std::int64_t> used_;     // slots used in each buffer this step
   // begin_read: per buffer, the host copy of its used slots and the point the copy reaches
   // (undefined for a buffer with nothing to copy); reading: begin_read was called.
-  // Waits for the copies of a read begun and not finished.
-  void wait_copies() const;
   std::vector<Tensor> host_;
   std::vector<Event> copied_;
   bool reading_ = false;
