@@ -6,51 +6,28 @@
 #include <gtest/gtest.h>
 
 #include "framework/backend/math_mode.hpp"
-#include "framework/config/config.hpp"
-#include "framework/nn/gpt.hpp"
-#include "framework/train/from_config.hpp"
-#include "parallel/comm/init.hpp"
-#include "parallel/engine/training.hpp"
+#include "tests/unit/plan/plan_test_util.hpp"
 
 namespace strata {
 namespace {
 namespace test_math_modes {
 
-config::Config small_job(bool tf32, bool rounded) {
-  config::json doc = config::json::parse(R"({
-    "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1,
-    "strata": {"device": "cpu", "model": {"type": "gpt", "n_layer": 1, "n_head": 2, "n_embd": 16,
-                                          "block_size": 8, "vocab_size": 32}}})");
-  doc["strata"]["allow_tf32"] = tf32;
-  doc["strata"]["allow_rounded_attention"] = rounded;
-  config::Config cfg = config::parse_config(doc);
-  config::resolve_batch(cfg, 1);
-  return cfg;
-}
-
-const parallel::Group& one_rank() {
-  static const parallel::Group g = [] {
-    parallel::InitOptions o;
-    o.transport = "local";
-    return parallel::init_world(o);
-  }();
-  return g;
-}
-
-void build(const config::Config& cfg) {
+// plan_test's small GPT on the CPU with `sets` applied, its Training built.
+void build(const std::vector<std::string>& sets) {
+  const config::Config cfg = plan_test::gpt_config(sets);
   nn::Gpt model(train::gpt_config(cfg));
-  parallel::Training job(cfg, one_rank(), model);
+  parallel::Training job(cfg, plan_test::one_rank(), model);
 }
 
 TEST(MathModes, ATrainingSetsThemFromItsConfig) {
   const MathModeGuard restore(allow_tf32(), allow_rounded_attention());
-  build(small_job(false, true));
+  build({"strata.allow_rounded_attention=true"});
   EXPECT_FALSE(allow_tf32());
   EXPECT_TRUE(allow_rounded_attention());
-  build(small_job(true, false));
+  build({"strata.allow_tf32=true"});
   EXPECT_TRUE(allow_tf32());
   EXPECT_FALSE(allow_rounded_attention());
-  build(small_job(false, false));  // the defaults turn both off again
+  build({});  // the defaults turn both off again
   EXPECT_FALSE(allow_tf32());
   EXPECT_FALSE(allow_rounded_attention());
 }
