@@ -57,7 +57,7 @@ OpCase attention_rounded(const std::string& name, std::int64_t B, std::int64_t T
       const MathModeGuard rounded(allow_tf32(), true);
       return run(t);
     };
-    call.tol.rtol = 2e-2;
+    call.tol.other_rtol = 2e-2;  // the CPU computes as without the mode: bitwise still
   }
   return c;
 }

@@ -278,7 +278,8 @@ int check_case(const OpCase& c, const std::vector<Tensor>& host, const Combo& co
       const Spec& s = c.tensors[static_cast<std::size_t>(o)];
       const Tensor& r = s.copy_of >= 0 ? ref[static_cast<std::size_t>(s.copy_of)]
                                        : ref[static_cast<std::size_t>(o)];
-      const double rtol = other ? std::max(call.tol.rtol, kOtherBackendRtol) : call.tol.rtol;
+      const double rtol =
+          other ? std::max({call.tol.rtol, call.tol.other_rtol, kOtherBackendRtol}) : call.tol.rtol;
       EXPECT_TRUE(matches_reference(to_host(test[static_cast<std::size_t>(o)]), r, rtol))
           << "output " << s.name;
       ++compared;

@@ -11,7 +11,8 @@
 //                  the output's dtype: the correctly rounded result of a value within delta of
 //                  the reference, i.e. at most half an ulp of r plus delta (delta = 0: got ==
 //                  rne(r) exactly). Every CPU op computes in f32 and rounds a 16-bit output once.
-// A backend other than the CPU gets at least kOtherBackendRtol (its kernels sum in other orders).
+// A backend other than the CPU gets at least kOtherBackendRtol (its kernels sum in other orders),
+// and at least a call's Tol::other_rtol.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -102,6 +103,9 @@ struct Combo {
 struct Tol {
   double rtol = 0.0;         // relative to max |reference| of the output; 0 = bitwise on the CPU
   double scalar_rtol = 0.0;  // the call's scalar result, relative to max(1, |reference|)
+  // The outputs' rtol on a backend other than the CPU, when its kernels compute differently from
+  // the CPU's by design (the rounded attention), leaving the CPU's own check as rtol says.
+  double other_rtol = 0.0;
 };
 
 // One ops:: call: `op` as the op's error messages name it, the tensors it takes (indices into the
