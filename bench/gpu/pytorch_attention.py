@@ -14,7 +14,7 @@ backward, B T over their sum; TFLOP/s by FlashAttention's count: causal forward 
 backward 2.5 times that), one line for people on stderr; --json-out FILE also writes
 {"bench": ..., "runs": [...]}. --backend flash (default) asks PyTorch for its FlashAttention
 kernel and says which ran ("default" when the request is refused or unavailable).
-Exit status: 0 it ran; 1 it failed; 2 no GPU (with --device cuda).
+Exit status: 0 it ran; 1 it failed; 2 bad sizes, no PyTorch, or no GPU (with --device cuda).
 """
 import argparse
 import json
@@ -40,8 +40,13 @@ def main(argv):
         print("pytorch_attention: sizes must be >= 1 and --embd a multiple of --heads",
               file=sys.stderr)
         return 2
-    import torch
-    import torch.nn.functional as F
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        print("pytorch_attention: PyTorch is not installed (pip install torch, or Debian's "
+              "python3-torch)", file=sys.stderr)
+        return 2
     if a.device == "cuda" and not torch.cuda.is_available():
         print("pytorch_attention: no GPU here (torch.cuda.is_available() is False)",
               file=sys.stderr)
