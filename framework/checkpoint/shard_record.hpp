@@ -43,8 +43,8 @@ struct ShardRecord {
   std::vector<DatasetRecord> datasets;
   // HDF5's own bytes in the file (hdf5_bytes.hpp): (offset, length) extents and their CRC-32;
   // no checksum when not known.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> hdf5_extents;
-  std::optional<std::uint32_t> hdf5_checksum;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> hdf5_extents{};
+  std::optional<std::uint32_t> hdf5_checksum{};
 };
 
 }  // namespace strata::checkpoint

@@ -213,7 +213,9 @@ TEST_P(OneBit, ResumeInTheCompressedPhaseIsBitwise) {
     else errors_matter = !equal;
   }
   // Without its compression errors the resumed run goes elsewhere: they were needed and saved.
-  if (w.size() > 1) EXPECT_TRUE(errors_matter);
+  if (w.size() > 1) {
+    EXPECT_TRUE(errors_matter);
+  }
 }
 
 TEST_P(OneBit, ZeroStagesAboveZeroAndModelParallelismAreRefused) {

@@ -45,7 +45,9 @@ TEST_P(ZeroGradWindow, PeakGradientsAreShardsPlusAFewUnits) {
                                               << shards + psi;
   // On one rank a unit's gradient buffer is its reduced slice: the reductions allocate no comm
   // buffer (stage 3 allocates none elsewhere in a step; stage 2 re-gathers values after it).
-  if (N == 1 && stage == 3) EXPECT_EQ(ledger.peak(Tier::device, Category::comm), 0u);
+  if (N == 1 && stage == 3) {
+    EXPECT_EQ(ledger.peak(Tier::device, Category::comm), 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, ZeroGradWindow, ::testing::Values(2, 3));

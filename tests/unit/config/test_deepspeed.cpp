@@ -120,9 +120,11 @@ TEST(HuggingFaceAuto, CommandLineValuesTakeHuggingFacesDefaults) {
   EXPECT_TRUE(has_note(c, "auto: optimizer.params.weight_decay = 0.0"));
   EXPECT_TRUE(has_note(c, "auto: scheduler.params.warmup_num_steps = 0"));
   // The --set a note names, followed literally, replaces the default.
-  for (const auto& n : c.notes)
-    if (n.starts_with("auto: optimizer.params.lr"))
+  for (const auto& n : c.notes) {
+    if (n.starts_with("auto: optimizer.params.lr")) {
       EXPECT_NE(n.find("--set optimizer.params.lr=0.0001"), std::string::npos) << n;
+    }
+  }
   apply_override(doc, "optimizer.params.lr=0.0001");
   apply_override(doc, "optimizer.params.betas=[0.9, 0.95]");
   c = accepted(doc);

@@ -280,7 +280,9 @@ TEST(CudaUpdateArithmetic, LionElementIsTheCpuBitwise) {
                     copy ? p16.data() : nullptr, hdt, c);
           ASSERT_TRUE(same_bits("master", p, p_ref));
           ASSERT_TRUE(same_bits("m", m, m_ref));
-          if (copy) ASSERT_TRUE(same_u16("param16", p16, rounded_copy(p_ref, hdt)));
+          if (copy) {
+            ASSERT_TRUE(same_u16("param16", p16, rounded_copy(p_ref, hdt)));
+          }
         }
       }
     }

@@ -116,9 +116,11 @@ TEST(GpuPlanOps, UpdatesOnTheGpuAreChargedTheCudaOps) {
     const auto cpu = parallel::plan::plan_memory(cfg, parallel::plan::gpt_model(), cpu_ops);
     EXPECT_EQ(gpu.peak(Tier::device, Category::workspace), mlp_dw) << opt;
     EXPECT_GT(cpu.peak(Tier::device, Category::workspace), mlp_dw) << opt;
-    for (std::size_t c = 0; c < kNumCategories; ++c)
-      if (static_cast<int>(c) != kWorkspace)
+    for (std::size_t c = 0; c < kNumCategories; ++c) {
+      if (static_cast<int>(c) != kWorkspace) {
         EXPECT_EQ(gpu.memory.peak[kDevice][c], cpu.memory.peak[kDevice][c]) << opt;
+      }
+    }
   }
 }
 

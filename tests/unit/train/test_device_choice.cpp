@@ -120,7 +120,9 @@ TEST(DeviceChoice, cuda_AutoIsTheGpuWithThePrecisionItComputes) {
   const bool bf16 = cuda::device_properties(0).major >= 8;
   EXPECT_EQ(c.bf16.enabled, bf16);
   EXPECT_EQ(c.fp16.enabled, !bf16);
-  if (c.fp16.enabled) EXPECT_TRUE(c.fp16.dynamic());
+  if (c.fp16.enabled) {
+    EXPECT_TRUE(c.fp16.dynamic());
+  }
   int device_notes = 0, precision_notes = 0;
   for (const auto& n : c.notes) {
     device_notes += n.find("strata.device \"auto\": the GPU cuda:0") != std::string::npos;
