@@ -306,6 +306,27 @@ EMU_TEST("attention", smem_optin_on_sm86) {
   emu::set_device(saved);
 }
 
+EMU_TEST("attention", build_without_tensor_core_code) {
+  // A build for sm_75 alone on an H100: the driver compiles compute_75's PTX for it, in which the
+  // tensor-core kernels are empty (mma.cuh), so the FFMA kernels must run. They ignore the rounded
+  // flag and the tensor-core ones do not: rounded and unrounded results are the same bits with
+  // that code, and differ with code built for sm_90.
+  const Case c{1, 70, 1, 64, BF, F, BF, F};
+  const emu::DeviceModel saved = emu::device();
+  emu::DeviceModel old_code = saved;
+  old_code.ptx_version = 75;
+  emu::set_device(old_code);
+  const CaseResult a = run_case(c, 1), b = run_case(c, 1, 2e-6, 4e-6, true);
+  if (a.fwd != b.fwd || a.bwd != b.bwd)
+    fail("attention with code from compute_75 on an sm_90 device: the rounded flag changed the "
+         "results, so the (empty) tensor-core kernels were chosen");
+  emu::set_device(saved);
+  const CaseResult m = run_case(c, 1, 2e-2, 2e-2, true);  // (rounded_products's bounds)
+  if (m.fwd == a.fwd)
+    fail("attention with code for sm_90: the rounded flag changed nothing (the test cannot tell "
+         "the kernels apart)");
+}
+
 EMU_TEST("attention", bad_sizes) {
   DevBuf d(64);
   for (auto [C, NH] : {std::pair<int, int>{10, 3}, {0, 1}, {129, 1}, {8, 0}}) {

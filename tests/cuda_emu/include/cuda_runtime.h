@@ -183,6 +183,19 @@ template <typename T>
 cudaError_t cudaFuncSetAttribute(T* func, cudaFuncAttribute attr, int value) {
   return emu::func_set_attribute(reinterpret_cast<const void*>(func), attr, value);
 }
+// The versions of a kernel's code for the device (the other fields of CUDA's struct are left out:
+// code that reads them does not compile here).
+struct cudaFuncAttributes {
+  int ptxVersion = 0;     // the virtual architecture it was compiled from, 10 major + minor
+  int binaryVersion = 0;  // the architecture of the code that runs (the device's)
+};
+template <typename T>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T* func) {
+  if (attr == nullptr || func == nullptr) return cudaErrorInvalidValue;
+  attr->ptxVersion = emu::device().ptx_version;
+  attr->binaryVersion = emu::device().cc_major * 10 + emu::device().cc_minor;
+  return cudaSuccess;
+}
 
 // ---- device intrinsics --------------------------------------------------------------------------
 // Each _rn operation is one IEEE operation rounded to nearest even: the value goes through a

@@ -659,12 +659,13 @@ bool sizes(int B, int T, int C, int NH, Sizes& z, cudaError_t* err) {
 }
 
 // The tensor-core kernels (attention_mma.cu) take qkv, and for the backward dout, of one 16-bit
-// type on a device of compute capability >= 8.0; anything else (an f32 operand, mixed 16-bit
-// types, a T4) runs the FFMA kernels above. The outputs' dtypes do not matter.
+// type on a device of compute capability >= 8.0 whose code for them is built for it
+// (mma_kernels_loaded); anything else (an f32 operand, mixed 16-bit types, a T4, a build for
+// sm_75 alone) runs the FFMA kernels above. The outputs' dtypes do not matter.
 bool use_mma(DT qkv_dt, DT dout_dt) {
   if (qkv_dt == DT::f32 || dout_dt != qkv_dt) return false;
   int major = 0;
-  return current_device_cc_major(&major) == cudaSuccess && major >= 8;
+  return current_device_cc_major(&major) == cudaSuccess && major >= 8 && mma_kernels_loaded();
 }
 
 }  // namespace

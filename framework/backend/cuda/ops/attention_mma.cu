@@ -54,7 +54,16 @@ template <int D>
 constexpr int kFwdMinBlocks = D <= 64 ? 3 : 1;
 constexpr int kRows = 64;                       // rows of a block: 16 per warp
 constexpr std::size_t kMmaSmemCap = 99 * 1024;  // the smallest opt-in limit of cc >= 8.0 (8.6, 8.9)
-constexpr float kPScaleF16 = 16384.0f;          // 2^14
+
+// How a block copies tile rows to shared memory: 16-byte cp.async copies (kLoad16: hs, C multiples
+// of 8 and qkv/dout 16-byte aligned), 8-byte loads through registers (kLoad8: multiples of 4, 8-byte
+// aligned), or element by element (kLoad1). Chosen by the launcher (load_mode).
+constexpr int kLoad1 = 0, kLoad8 = 1, kLoad16 = 2;
+
+// The kernels' helpers exist where the kernels have bodies (STRATA_MMA_KERNELS, mma.cuh): an
+// sm_75 device pass leaves them unused, and nvcc 12 warns of each unused one (#177-D).
+#if defined(STRATA_MMA_KERNELS)
+constexpr float kPScaleF16 = 16384.0f;  // 2^14
 constexpr float kPUnscaleF16 = 1.0f / 16384.0f;
 
 template <Mma16 TY>
@@ -146,12 +155,6 @@ __device__ __forceinline__ void row_scale(float mx, float& sc, float& inv) {
   sc = bits_f32(static_cast<std::uint32_t>(k + 127) << 23);
   inv = bits_f32(static_cast<std::uint32_t>(127 - k) << 23);
 }
-
-
-// How a block copies tile rows to shared memory: 16-byte cp.async copies (kLoad16: hs, C multiples
-// of 8 and qkv/dout 16-byte aligned), 8-byte loads through registers (kLoad8: multiples of 4, 8-byte
-// aligned), or element by element (kLoad1). Chosen by the launcher (load_mode).
-constexpr int kLoad1 = 0, kLoad8 = 1, kLoad16 = 2;
 
 // Rows [t0, t0 + ROWS) of one head's slice of a 16-bit row-major tensor to shared memory, row-major
 // with row stride D + 8: element (r, d) of source row t = t0 + r is x[base + t * ld + d]; rows
@@ -292,7 +295,7 @@ __device__ __forceinline__ void mma_ds_b(float (&acc)[D / 8][4], const float (&d
     }
   }
 }
-
+#endif  // STRATA_MMA_KERNELS
 
 // ---- forward ------------------------------------------------------------------------------------
 
@@ -738,6 +741,17 @@ cudaError_t backward_mma_t(const MmaArgs& z, cudaStream_t s) {
 }
 
 }  // namespace
+
+bool mma_kernels_loaded() {
+  // Every kernel of this file comes from the same compiler passes: one instance stands for all.
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, attention_forward_mma_kernel<64, MmaCfg<64>::FWD_BK,
+                                                                Mma16::bf16, false>) != cudaSuccess) {
+    cudaGetLastError();  // (no code for this device: not a sticky error)
+    return false;
+  }
+  return attr.ptxVersion >= 80;
+}
 
 cudaError_t launch_attention_forward_mma(const MmaArgs& z, cudaStream_t s) {
   if ((z.T + kRows - 1) / kRows > 65535) return cudaErrorInvalidValue;

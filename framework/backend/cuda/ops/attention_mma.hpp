@@ -26,6 +26,13 @@ struct MmaArgs {
   bool rounded = false;  // P and dS rounded to qdt once before their products (attention.hpp)
 };
 
+// Whether the current device runs these kernels as written: their code for it was compiled from a
+// virtual architecture >= 8.0 (cudaFuncGetAttributes's ptxVersion). A build whose only code for
+// the GPU is older (CMAKE_CUDA_ARCHITECTURES=75 run on an A100: the driver compiles compute_75's
+// PTX, in which these kernels are empty and trap, mma.cuh) gives false: attention.cu then keeps
+// its FFMA kernels.
+bool mma_kernels_loaded();
+
 cudaError_t launch_attention_forward_mma(const MmaArgs& a, cudaStream_t s);
 // dK/dV and dQ (D already in a.Dws).
 cudaError_t launch_attention_backward_mma(const MmaArgs& a, cudaStream_t s);

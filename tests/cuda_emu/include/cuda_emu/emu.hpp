@@ -36,6 +36,10 @@ struct DeviceModel {
   std::size_t static_smem_limit = 48 * 1024;          // static shared memory per block
   std::size_t default_dyn_smem_limit = 48 * 1024;     // dynamic, without opting in
   std::size_t max_smem_optin = 227 * 1024;            // static + dynamic, opted in
+  // The virtual architecture the device's code was compiled from, as cudaFuncGetAttributes
+  // reports it (ptxVersion): the emulated kernels are compiled as sm_90's (__CUDA_ARCH__ 900); 75
+  // stands for a build for sm_75 alone that the driver compiled for this device.
+  int ptx_version = 90;
 };
 void set_device(const DeviceModel& d);
 const DeviceModel& device();
