@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string_view>
 #include <vector>
 
 #include "bench/common/stats.hpp"
@@ -32,11 +33,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A device tensor of normal values times `scale`, drawn on the host in f32 and rounded to dtype.
-Tensor random_on(const Device& gpu, const Shape& shape, DType dtype, Philox& rng, float scale) {
+// A device tensor of N(0, 1) values (the stream keyed by `name`), drawn on the host in f32 and
+// rounded to dtype.
+Tensor random_on(const Device& gpu, const Shape& shape, DType dtype, std::string_view name) {
   Tensor h = Tensor::empty(shape, DType::f32);
-  float* p = h.data<float>();
-  for (std::int64_t i = 0; i < h.numel(); ++i) p[i] = rng.next_normal() * scale;
+  normal_fill(h.data<float>(), static_cast<std::size_t>(h.numel()), 1234, name, 0, 0.0f, 1.0f);
   Tensor d = Tensor::empty(shape, dtype, TensorOptions{gpu, Tier::device, Category::activations});
   d.copy_from(h.to(dtype, TensorOptions{}));
   return d;
@@ -89,9 +90,8 @@ int main(int argc, char** argv) {
     const Device gpu = Device::cuda(0);
     const DType dt = dtype == "bf16" ? DType::bf16 : DType::f16;
     const TensorOptions on{gpu, Tier::device, Category::activations};
-    Philox rng(1234);
-    const Tensor qkv = random_on(gpu, Shape{B, T, 3 * C}, dt, rng, 1.0f);
-    const Tensor dout = random_on(gpu, Shape{B, T, C}, dt, rng, 1.0f);
+    const Tensor qkv = random_on(gpu, Shape{B, T, 3 * C}, dt, "qkv");
+    const Tensor dout = random_on(gpu, Shape{B, T, C}, dt, "dout");
     const Tensor out = Tensor::empty(Shape{B, T, C}, dt, on);
     const Tensor lse = Tensor::empty(Shape{static_cast<std::int64_t>(B) * NH * T}, DType::f32, on);
     const Tensor dqkv = Tensor::empty(Shape{B, T, 3 * C}, dt, on);
